@@ -1,0 +1,80 @@
+"""Entry point: `homarus <command>`. Keep imports here cheap: `--help` must feel instant."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from homarus import __version__
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="homarus",
+        description="Homarus: a self-hosted personal AI-assistant gateway.",
+    )
+    parser.add_argument("--version", action="version", version=f"homarus {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    gw = sub.add_parser("gateway", help="run or talk to the gateway")
+    gw_sub = gw.add_subparsers(dest="gateway_command", metavar="SUBCOMMAND")
+    run = gw_sub.add_parser("run", help="run the gateway in the foreground")
+    run.add_argument("--bind", help="'loopback', 'lan' or an IP address (default: gateway.bind)")
+    run.add_argument("--port", type=int, help="TCP port (default: gateway.port, 18789; 0 = any free port)")
+    run.add_argument(
+        "--token",
+        help="shared token (default: $HOMARUS_GATEWAY_TOKEN, gateway.auth.token, or one generated into the state dir)",
+    )
+    run.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    call = gw_sub.add_parser("call", help="call one gateway method and print its JSON result")
+    call.add_argument("method")
+    call.add_argument("--params", default="{}", help="JSON object of parameters")
+    _client_args(call)
+    call.add_argument("--expect-final", action="store_true", help="wait past an 'accepted' first response")
+
+    health = sub.add_parser("health", help="ask a running gateway for its health")
+    _client_args(health)
+
+    sub.add_parser("doctor", help="check config, state dir, port and token")
+
+    cfg = sub.add_parser("config", help="read, change or check the config file")
+    cfg_sub = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
+    get = cfg_sub.add_parser("get", help="print the effective config (secrets redacted), or one key")
+    get.add_argument("key", nargs="?", help="dotted key, e.g. gateway.port")
+    setp = cfg_sub.add_parser("set", help="set one key (value parsed as JSON5, else taken as a string)")
+    setp.add_argument("key")
+    setp.add_argument("value")
+    unset = cfg_sub.add_parser("unset", help="remove one key")
+    unset.add_argument("key")
+    cfg_sub.add_parser("validate", help="validate the config file; exit 1 with the offending key if bad")
+    cfg_sub.add_parser("path", help="print the config file path")
+    return parser
+
+
+def _client_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--url", help="gateway WebSocket URL (default: ws://127.0.0.1:<gateway.port>)")
+    p.add_argument("--token", help="gateway token (default: from config, env or the state dir)")
+    p.add_argument("--timeout", type=float, default=30.0, help="seconds (default 30)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    from homarus.cli import commands
+
+    try:
+        return commands.dispatch(args, parser)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

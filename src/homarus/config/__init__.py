@@ -1,0 +1,3 @@
+"""Configuration: one pydantic tree (`schema`), its loading (`loader`), redaction (`redact`)."""
+
+from __future__ import annotations

@@ -1,0 +1,191 @@
+"""Find, read and validate the configuration file; the only module that reads the environment.
+
+Resolution: ``$HOMARUS_CONFIG`` names the file, else ``$HOMARUS_STATE_DIR/homarus.json``, else
+``~/.homarus/homarus.json``. A missing file means defaults. The file is JSON5; string values may
+use ``${ENV_VAR}`` (``$${X}`` for a literal ``${X}``). A bad file fails fast with its path and the
+offending key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import json5
+from pydantic import ValidationError
+
+from homarus.config.schema import HomarusConfig
+from homarus.errors import ConfigError
+
+__all__ = [
+    "ConfigIssue",
+    "LoadedConfig",
+    "StatePaths",
+    "apply_env_overrides",
+    "format_validation_error",
+    "load_config",
+    "parse_config_text",
+    "resolve_config",
+    "substitute_env",
+    "validate_config",
+]
+
+_ENV_REF = re.compile(r"\$(\$?)\{([A-Z_][A-Z0-9_]*)\}")
+
+
+@dataclass(frozen=True, slots=True)
+class StatePaths:
+    """Where Homarus keeps its state and which config file it reads."""
+
+    state_dir: Path
+    config_path: Path
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> StatePaths:
+        env = os.environ if env is None else env
+        state = Path(env.get("HOMARUS_STATE_DIR") or Path.home() / ".homarus").expanduser()
+        config = env.get("HOMARUS_CONFIG")
+        return cls(state_dir=state, config_path=Path(config).expanduser() if config else state / "homarus.json")
+
+    @property
+    def token_path(self) -> Path:
+        return self.state_dir / "gateway.token"
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigIssue:
+    key: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"at {self.key}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    """A validated config plus what it was read from."""
+
+    path: Path
+    exists: bool
+    raw: str | None
+    parsed: dict[str, Any] | None
+    config: HomarusConfig
+    hash: str | None
+    env_overrides: tuple[str, ...] = field(default=())
+
+
+def parse_config_text(raw: str, *, path: str) -> dict[str, Any]:
+    """Parse JSON5 text into an object or raise ConfigError naming the file."""
+    try:
+        value = json5.loads(raw)
+    except ValueError as exc:
+        raise ConfigError(f"not valid JSON5: {exc}", path=path) from None
+    if not isinstance(value, dict):
+        raise ConfigError("the top level must be an object", path=path)
+    return value
+
+
+def substitute_env(value: Any, env: Mapping[str, str], *, key: str = "") -> Any:
+    """Replace ``${VAR}`` in every string of ``value``; a missing variable is an error."""
+    if isinstance(value, str):
+
+        def repl(m: re.Match[str]) -> str:
+            if m.group(1):
+                return "${" + m.group(2) + "}"
+            name = m.group(2)
+            if name not in env:
+                raise ConfigError(f"environment variable {name} is not set", key=key or "(root)")
+            return env[name]
+
+        return _ENV_REF.sub(repl, value)
+    if isinstance(value, dict):
+        return {k: substitute_env(v, env, key=f"{key}.{k}" if key else k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [substitute_env(v, env, key=f"{key}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def format_validation_error(exc: ValidationError) -> list[ConfigIssue]:
+    issues = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"] if p != "__root__") or "(root)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key"
+        issues.append(ConfigIssue(loc, msg.removeprefix("Value error, ")))
+    return issues
+
+
+def validate_config(data: Mapping[str, Any], *, path: str) -> HomarusConfig:
+    try:
+        return HomarusConfig.model_validate(data)
+    except ValidationError as exc:
+        issues = format_validation_error(exc)
+        first = issues[0]
+        more = f" (and {len(issues) - 1} more: {'; '.join(map(str, issues[1:]))})" if len(issues) > 1 else ""
+        raise ConfigError(first.message + more, path=path, key=first.key) from None
+
+
+def apply_env_overrides(data: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Overlay ``HOMARUS_GATEWAY_{TOKEN,PASSWORD,PORT}``; returns the new data and what was applied."""
+    applied: list[str] = []
+    gateway = dict(data.get("gateway") or {})
+    auth = dict(gateway.get("auth") or {})
+    if token := env.get("HOMARUS_GATEWAY_TOKEN"):
+        auth["token"] = token
+        applied.append("HOMARUS_GATEWAY_TOKEN")
+    if password := env.get("HOMARUS_GATEWAY_PASSWORD"):
+        auth["password"] = password
+        applied.append("HOMARUS_GATEWAY_PASSWORD")
+    if port := env.get("HOMARUS_GATEWAY_PORT"):
+        try:
+            gateway["port"] = int(port)
+        except ValueError:
+            raise ConfigError(f"HOMARUS_GATEWAY_PORT must be an integer, not {port!r}") from None
+        applied.append("HOMARUS_GATEWAY_PORT")
+    if not applied:
+        return data, ()
+    if auth:
+        gateway["auth"] = auth
+    return {**data, "gateway": gateway}, tuple(applied)
+
+
+def resolve_config(
+    parsed: Mapping[str, Any], env: Mapping[str, str], *, path: str
+) -> tuple[HomarusConfig, tuple[str, ...]]:
+    """Substitute ``${ENV}``, overlay env overrides and validate: the effective config of a file."""
+    try:
+        resolved = substitute_env(dict(parsed), env)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, path=path, key=exc.key) from None
+    resolved, overrides = apply_env_overrides(resolved, env)
+    return validate_config(resolved, path=path), overrides
+
+
+def load_config(paths: StatePaths, env: Mapping[str, str] | None = None) -> LoadedConfig:
+    """Read and validate the config file named by ``paths`` (defaults when it does not exist)."""
+    env = os.environ if env is None else env
+    where = str(paths.config_path)
+    try:
+        raw: str | None = paths.config_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raw = None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read: {exc}", path=where) from None
+    parsed = parse_config_text(raw, path=where) if raw is not None else None
+    config, overrides = resolve_config(parsed or {}, env, path=where)
+    digest = hashlib.sha256(raw.encode("utf-8")).hexdigest() if raw is not None else None
+    return LoadedConfig(
+        path=paths.config_path,
+        exists=raw is not None,
+        raw=raw,
+        parsed=parsed,
+        config=config,
+        hash=digest,
+        env_overrides=overrides,
+    )

@@ -1,0 +1,129 @@
+"""The live configuration and its safe rewrite (validate, then atomic replace)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from homarus.config.loader import LoadedConfig, StatePaths, load_config, parse_config_text, resolve_config
+from homarus.config.redact import restore_redacted
+from homarus.errors import ConfigError, InvalidRequest
+from homarus.fs import atomic_write
+
+__all__ = ["ConfigStore", "WriteResult", "merge_patch"]
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 merge patch; arrays of objects that all carry an ``id`` are merged by id."""
+    if not isinstance(patch, dict):
+        if isinstance(patch, list) and isinstance(target, list) and _all_have_ids(patch) and _all_have_ids(target):
+            merged = {item["id"]: item for item in target}
+            order = [item["id"] for item in target]
+            for item in patch:
+                if item["id"] in merged:
+                    merged[item["id"]] = merge_patch(merged[item["id"]], item)
+                else:
+                    merged[item["id"]] = merge_patch({}, item)
+                    order.append(item["id"])
+            return [merged[i] for i in order]
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def _all_have_ids(items: list[Any]) -> bool:
+    return bool(items) and all(isinstance(i, dict) and "id" in i for i in items)
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    loaded: LoadedConfig
+    noop: bool
+    restart_required: tuple[str, ...]
+
+
+# Keys whose change only takes effect when the gateway restarts (the socket is already bound).
+_RESTART_KEYS = (("gateway", "port"), ("gateway", "bind"))
+
+
+class ConfigStore:
+    """Holds the current config; writes are validated whole before the file is replaced."""
+
+    def __init__(self, paths: StatePaths, loaded: LoadedConfig, env: Mapping[str, str] | None = None) -> None:
+        self.paths = paths
+        self.current = loaded
+        self._env = env
+
+    @classmethod
+    def open(cls, paths: StatePaths, env: Mapping[str, str] | None = None) -> ConfigStore:
+        return cls(paths, load_config(paths, env), env)
+
+    def check_base_hash(self, base_hash: str | None) -> None:
+        if not self.current.exists:
+            return
+        if base_hash is None:
+            raise InvalidRequest("config base hash required; re-run config.get and retry")
+        if base_hash != self.current.hash:
+            raise InvalidRequest("config changed since last load; re-run config.get and retry")
+
+    def replace(self, data: dict[str, Any]) -> WriteResult:
+        """Validate ``data`` as the whole new file content and write it atomically."""
+        data = restore_redacted(data, self.current.parsed or {})
+        where = str(self.paths.config_path)
+        resolve_config(data, os.environ if self._env is None else self._env, path=where)  # fail before writing
+        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        if self.current.parsed == data:
+            return WriteResult(self.current, noop=True, restart_required=())
+        before = self.current.parsed or {}
+        atomic_write(self.paths.config_path, text, mode=0o600)
+        loaded = load_config(self.paths, self._env)
+        restart = tuple(".".join(k) for k in _RESTART_KEYS if _dig(before, k) != _dig(data, k))
+        self.current = loaded
+        return WriteResult(loaded, noop=False, restart_required=restart)
+
+    def replace_text(self, raw: str) -> WriteResult:
+        return self.replace(parse_config_text(raw, path=str(self.paths.config_path)))
+
+    def patch(self, patch: Any) -> WriteResult:
+        if not isinstance(patch, dict):
+            raise InvalidRequest("config.patch raw must be an object")
+        return self.replace(merge_patch(self.current.parsed or {}, patch))
+
+    def set_path(self, dotted: str, value: Any) -> WriteResult:
+        keys = [k for k in dotted.split(".") if k]
+        if not keys:
+            raise ConfigError("empty config key")
+        data = json.loads(json.dumps(self.current.parsed or {}))
+        node = data
+        for k in keys[:-1]:
+            nxt = node.get(k)
+            if not isinstance(nxt, dict):
+                nxt = {}
+                node[k] = nxt
+            node = nxt
+        if value is None:
+            node.pop(keys[-1], None)
+        else:
+            node[keys[-1]] = value
+        return self.replace(data)
+
+    @staticmethod
+    def text_hash(raw: str) -> str:
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def _dig(data: Any, keys: tuple[str, ...]) -> Any:
+    for k in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(k)
+    return data

@@ -1,0 +1,326 @@
+"""Composition root: builds the gateway's services from the config and wires them together."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs
+
+from homarus import __version__
+from homarus.config.loader import StatePaths
+from homarus.config.schema import HomarusConfig, is_loopback_host
+from homarus.config.store import ConfigStore
+from homarus.gateway.events import EventBus
+from homarus.gateway.router import ClientInfo, MethodRegistry
+from homarus.protocol.frames import ErrorShape
+from homarus.protocol.handshake import ConnectRequest
+from homarus.protocol.limits import MAX_BUFFERED_BYTES, MAX_PAYLOAD_BYTES, TICK_INTERVAL_MS, CloseCode
+from homarus.security.auth import check_shared_secret
+from homarus.security.ratelimit import FailureLimiter, SlidingWindowBudget
+from homarus.security.scopes import ALL_OPERATOR_SCOPES
+from homarus.security.token_store import load_or_create_token
+
+if TYPE_CHECKING:
+    from homarus.gateway.connection import WSConnection
+
+__all__ = ["Gateway", "GatewayOptions"]
+
+log = logging.getLogger("homarus.gateway")
+
+GATEWAY_EVENTS = (
+    "connect.challenge",
+    "tick",
+    "presence",
+    "health",
+    "shutdown",
+    "config.changed",
+)
+
+
+@dataclass(slots=True)
+class GatewayOptions:
+    """Run-time knobs that are not config keys: CLI flags and test overrides."""
+
+    host: str | None = None
+    port: int | None = None
+    token: str | None = None
+    tick_interval_s: float = TICK_INTERVAL_MS / 1000
+    handshake_timeout_s: float = 10.0
+    health_cache_s: float = 60.0
+    max_buffered_bytes: int = MAX_BUFFERED_BYTES
+    max_preauth_per_ip: int = 32
+    config_write_budget: tuple[int, float] = (3, 60.0)
+
+
+@dataclass(slots=True)
+class _Presence:
+    version: int = 1
+    health_version: int = 1
+    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+class Gateway:
+    """Owns every long-lived service; methods and HTTP routes reach them through it."""
+
+    def __init__(self, paths: StatePaths, store: ConfigStore, options: GatewayOptions | None = None) -> None:
+        self.paths = paths
+        self.config_store = store
+        self.options = options or GatewayOptions()
+        self.started_at = time.time()
+        self.boot_id = str(uuid.uuid4())
+        self.bus = EventBus()
+        self.methods = MethodRegistry()
+        self.connections: dict[str, WSConnection] = {}
+        self.presence = _Presence()
+        self.shutting_down = False
+        self.token_created = False
+        self._preauth: dict[str, int] = {}
+        self._secret = self._resolve_secret()
+        limit = self.config.gateway.auth.rate_limit
+        self.auth_limiter = FailureLimiter(limit.max_attempts, limit.window_ms / 1000, limit.lockout_ms / 1000)
+        self.config_budget = SlidingWindowBudget(*self.options.config_write_budget)
+        self._tasks: list[asyncio.Task[None]] = []
+        self._health_cache: tuple[float, dict[str, Any]] | None = None
+        self._drained = asyncio.Event()
+        from homarus.gateway.methods import register_core_methods  # composition, not a cycle dodge
+
+        register_core_methods(self)
+
+    # -- config and secrets ---------------------------------------------------------------
+    @property
+    def config(self) -> HomarusConfig:
+        return self.config_store.current.config
+
+    @property
+    def host(self) -> str:
+        from homarus.config.schema import resolve_bind_host
+
+        return self.options.host or resolve_bind_host(self.config.gateway.bind)
+
+    @property
+    def auth_mode(self) -> str:
+        return self.config.gateway.auth.mode
+
+    def _resolve_secret(self) -> str | None:
+        auth = self.config.gateway.auth
+        if auth.mode == "none":
+            return None
+        if auth.mode == "password":
+            return auth.password.get_secret_value() if auth.password else None
+        if self.options.token:
+            return self.options.token
+        if auth.token is not None:
+            return auth.token.get_secret_value()
+        token, self.token_created = load_or_create_token(self.paths.token_path)
+        return token
+
+    def check_bind_policy(self) -> None:
+        """Refuse to expose an unauthenticated gateway beyond this machine."""
+        from homarus.errors import ConfigError
+
+        if self.auth_mode == "none" and not is_loopback_host(self.host):
+            raise ConfigError(
+                f"refusing to bind {self.host} with gateway.auth.mode 'none'; use a token or bind loopback",
+                key="gateway.bind",
+            )
+
+    def on_config_replaced(self) -> None:
+        """Apply a config written through config.set/patch: new secret closes old sessions."""
+        previous = self._secret
+        self._secret = self._resolve_secret()
+        self._health_cache = None
+        if previous != self._secret:
+            for conn in list(self.connections.values()):
+                conn.close(CloseCode.AUTH_CHANGED, "gateway auth changed")
+
+    # -- connection admission ---------------------------------------------------------------
+    def upgrade_refusal(self, scope: dict[str, Any], ip: str) -> tuple[int, str] | None:
+        """Why a WebSocket upgrade must be refused (HTTP status, text), or None."""
+        if self.shutting_down:
+            return 503, "Gateway is shutting down"
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        if any(k.lower() in ("token", "password", "auth") for k in query):
+            return 400, "Credentials must be sent in the connect request, not in the URL."
+        if self._preauth.get(ip, 0) >= self.options.max_preauth_per_ip:
+            return 503, "Too many unauthenticated sockets"
+        return None
+
+    def preauth_enter(self, ip: str) -> None:
+        self._preauth[ip] = self._preauth.get(ip, 0) + 1
+
+    def preauth_leave(self, ip: str) -> None:
+        n = self._preauth.get(ip, 0) - 1
+        if n > 0:
+            self._preauth[ip] = n
+        else:
+            self._preauth.pop(ip, None)
+
+    def authenticate(self, req: ConnectRequest, ip: str) -> frozenset[str] | ErrorShape:
+        """Check the shared secret; returns the granted scopes or the error to send."""
+        limit = self.config.gateway.auth.rate_limit
+        limited = not (limit.exempt_loopback and is_loopback_host(ip))
+        if limited and (wait := self.auth_limiter.retry_after(ip)) is not None:
+            return ErrorShape(
+                code="INVALID_REQUEST",
+                message="unauthorized: too many failed authentication attempts (retry later)",
+                details={
+                    "code": "AUTH_RATE_LIMITED",
+                    "authReason": "rate_limited",
+                    "recommendedNextStep": "wait_then_retry",
+                    "retryAfterMs": int(wait * 1000),
+                },
+                retryable=True,
+                retry_after_ms=int(wait * 1000),
+            )
+        auth = req.params.auth
+        decision = check_shared_secret(
+            self.auth_mode,  # type: ignore[arg-type]
+            self._secret,
+            auth.token if auth else None,
+            auth.password if auth else None,
+        )
+        if not decision.ok:
+            if limited:
+                self.auth_limiter.record_failure(ip)
+            log.warning("auth failed from %s: %s", ip, decision.code)
+            return ErrorShape(
+                code="INVALID_REQUEST", message=decision.message or "unauthorized", details=decision.details()
+            )
+        self.auth_limiter.reset(ip)
+        if req.role != "operator":
+            return frozenset()
+        requested = req.params.scopes or []
+        return frozenset(s for s in requested if s in ALL_OPERATOR_SCOPES)
+
+    def hello(self, info: ClientInfo) -> dict[str, Any]:
+        snapshot: dict[str, Any] = {
+            "presence": self.presence_list(),
+            "health": self.health_summary(),
+            "stateVersion": self.state_version(),
+            "uptimeMs": self.uptime_ms(),
+            "sessionDefaults": {
+                "defaultAgentId": self.config.agents.default_id,
+                "mainKey": self.config.session.main_key,
+                "mainSessionKey": f"agent:{self.config.agents.default_id}:{self.config.session.main_key}",
+                "scope": self.config.session.scope,
+            },
+        }
+        from homarus.security.scopes import ADMIN
+
+        if ADMIN in info.scopes:
+            snapshot.update(
+                configPath=str(self.paths.config_path), stateDir=str(self.paths.state_dir), authMode=self.auth_mode
+            )
+        hello: dict[str, Any] = {
+            "type": "hello-ok",
+            "protocol": info.protocol,
+            "server": {"version": __version__, "connId": info.conn_id, "bootId": self.boot_id},
+            "features": {"methods": self.methods.advertised(), "events": list(GATEWAY_EVENTS)},
+            "snapshot": snapshot,
+            "policy": {
+                "maxPayload": MAX_PAYLOAD_BYTES,
+                "maxBufferedBytes": self.options.max_buffered_bytes,
+                "tickIntervalMs": int(self.options.tick_interval_s * 1000),
+            },
+        }
+        if info.protocol >= 4:
+            hello["auth"] = {"method": self.auth_mode, "role": info.role, "scopes": sorted(info.scopes)}
+        return hello
+
+    # -- connected clients --------------------------------------------------------------
+    def attach(self, conn: WSConnection) -> None:
+        assert conn.info is not None
+        self.connections[conn.conn_id] = conn
+        self.bus.add(conn)
+        if conn.info.client_mode != "cli":  # one-shot CLI calls are not presence
+            self.presence.entries[conn.conn_id] = _presence_entry(conn.info)
+            self._presence_changed()
+
+    def detach(self, conn: WSConnection) -> None:
+        self.connections.pop(conn.conn_id, None)
+        self.bus.remove(conn.conn_id)
+        if self.presence.entries.pop(conn.conn_id, None) is not None:
+            self._presence_changed()
+        if not self.connections:
+            self._drained.set()
+
+    def _presence_changed(self) -> None:
+        self.presence.version += 1
+        self.bus.broadcast(
+            "presence", {"presence": self.presence_list()}, droppable=True, state_version=self.state_version()
+        )
+
+    def presence_list(self) -> list[dict[str, Any]]:
+        return list(self.presence.entries.values())
+
+    def state_version(self) -> dict[str, int]:
+        return {"presence": self.presence.version, "health": self.presence.health_version}
+
+    def uptime_ms(self) -> int:
+        return int((time.time() - self.started_at) * 1000)
+
+    # -- health -----------------------------------------------------------------------
+    def health_summary(self, *, probe: bool = False) -> dict[str, Any]:
+        now = time.monotonic()
+        cached = self._health_cache
+        if not probe and cached is not None and now - cached[0] < self.options.health_cache_s:
+            return cached[1]
+        from homarus.gateway.methods.health import build_health
+
+        summary = build_health(self)
+        self._health_cache = (now, summary)
+        return summary
+
+    # -- lifecycle ----------------------------------------------------------------------
+    async def startup(self) -> None:
+        self._tasks.append(asyncio.create_task(self._tick_loop()))
+
+    async def _tick_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.options.tick_interval_s)
+            self.bus.broadcast("tick", {"ts": int(time.time() * 1000)})
+
+    async def shutdown(self, reason: str = "gateway stopping", restart_expected_ms: int | None = None) -> None:
+        """Tell every client we are going, then close their sockets with 1012."""
+        if self.shutting_down:
+            return
+        self.shutting_down = True
+        for task in self._tasks:
+            task.cancel()
+        self.bus.broadcast("shutdown", {"reason": reason, "restartExpectedMs": restart_expected_ms})
+        for conn in list(self.connections.values()):
+            conn.close(CloseCode.SERVICE_RESTART, "service restart")
+        if self.connections:
+            self._drained.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), timeout=2.0)
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+def _presence_entry(info: ClientInfo) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "ip": info.ip,
+        "version": info.client_version,
+        "platform": info.platform,
+        "mode": info.client_mode,
+        "reason": "connect",
+        "ts": info.connected_at_ms,
+        "roles": [info.role],
+        "scopes": sorted(info.scopes),
+    }
+    for key, value in (
+        ("instanceId", info.instance_id),
+        ("deviceFamily", info.device_family),
+        ("modelIdentifier", info.model_identifier),
+        ("text", info.display_name),
+    ):
+        if value:
+            entry[key] = value
+    return entry

@@ -1,0 +1,116 @@
+"""HTTP side of the gateway port: probes, security headers, error shapes, and the ASGI root.
+
+The root ASGI callable sends WebSocket upgrades on any path to the WS adapter and everything
+else to a Starlette app; routes added by later subsystems mount into that app.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from homarus.errors import HomarusError
+from homarus.gateway.connection import WSConnection
+from homarus.gateway.errors import http_error_response
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["SECURITY_HEADERS", "build_asgi"]
+
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"permissions-policy", b"camera=(), microphone=(), geolocation=()"),
+)
+_PROBE_HEADERS = {"Cache-Control": "no-store"}
+
+
+class SecurityHeaders:
+    """Adds the security headers to every HTTP response (pure ASGI: no per-request objects)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = [*message["headers"], *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def _probes(gateway: Gateway) -> list[Route]:
+    async def live(request: Request) -> Response:
+        return JSONResponse({"ok": True, "status": "live"}, headers=_PROBE_HEADERS)
+
+    async def ready(request: Request) -> Response:
+        ready = not gateway.shutting_down
+        body: dict[str, Any] = {"ready": ready}
+        if request.client is not None and request.client.host in ("127.0.0.1", "::1"):
+            body["uptimeMs"] = gateway.uptime_ms()
+            body["failing"] = [] if ready else ["shutdown"]
+        return JSONResponse(body, status_code=200 if ready else 503, headers=_PROBE_HEADERS)
+
+    methods = ["GET", "HEAD"]
+    return [
+        Route("/health", live, methods=methods),
+        Route("/healthz", live, methods=methods),
+        Route("/ready", ready, methods=methods),
+        Route("/readyz", ready, methods=methods),
+    ]
+
+
+async def _http_exception(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        return PlainTextResponse("Method Not Allowed", status_code=405, headers=exc.headers)
+    if exc.status_code == 404:
+        return PlainTextResponse("Not Found", status_code=404)
+    return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _homarus_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HomarusError)
+    return http_error_response(exc)
+
+
+async def _server_error(request: Request, exc: Exception) -> Response:
+    return PlainTextResponse("Internal Server Error", status_code=500)
+
+
+def build_asgi(gateway: Gateway, extra_routes: list[Route] | None = None) -> ASGIApp:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await gateway.startup()
+        yield
+        await gateway.shutdown()
+
+    http_app = Starlette(
+        routes=[*_probes(gateway), *(extra_routes or [])],
+        exception_handlers={HTTPException: _http_exception, HomarusError: _homarus_error, 500: _server_error},
+        lifespan=lifespan,
+    )
+    http_with_headers = SecurityHeaders(http_app)
+
+    async def root(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await WSConnection(gateway, dict(scope), receive, send).run()
+            return
+        await http_with_headers(scope, receive, send)
+
+    return root

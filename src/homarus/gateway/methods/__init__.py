@@ -1,0 +1,17 @@
+"""Core gateway methods, one module per family; each exposes ``register(gateway)``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from homarus.gateway.methods import config, health, status
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["register_core_methods"]
+
+
+def register_core_methods(gateway: Gateway) -> None:
+    for family in (health, status, config):
+        family.register(gateway)

@@ -1,0 +1,173 @@
+"""`config.get` (read, redacted) and `config.set` / `config.patch` / `config.apply` (admin).
+
+Writes are validated whole before the file is atomically replaced, guarded by the base-hash
+rule (no lost updates between two editors) and a budget of 3 writes per 60 s per client.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import json5
+from pydantic import Field
+
+from homarus.config.loader import load_config
+from homarus.config.redact import redact, redact_text
+from homarus.config.store import ConfigStore, WriteResult
+from homarus.errors import ConfigError, InvalidRequest, RateLimited
+from homarus.gateway.router import AnyParams, EmptyParams, MethodCall, Params
+from homarus.security.ratelimit import ceil_seconds
+from homarus.security.scopes import ADMIN, READ
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["register"]
+
+
+class ConfigWriteParams(Params):
+    raw: str = Field(max_length=1_048_576)
+    base_hash: str | None = Field(default=None, alias="baseHash", max_length=128)
+    note: str | None = Field(default=None, max_length=1000)
+    session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
+    restart_delay_ms: int | None = Field(default=None, alias="restartDelayMs", ge=0)
+
+
+def _effective(store: ConfigStore) -> dict[str, Any]:
+    dumped = store.current.config.model_dump(mode="json", by_alias=True, exclude_none=True)
+    # model_dump masks SecretStr as "**********"; show the one sentinel clients know instead.
+    effective: dict[str, Any] = redact(
+        _unmask(dumped, store.current.config.model_dump(by_alias=True, exclude_none=True))
+    )
+    return effective
+
+
+def _unmask(dumped: Any, raw: Any) -> Any:
+    if isinstance(dumped, dict) and isinstance(raw, dict):
+        return {k: _unmask(v, raw.get(k)) for k, v in dumped.items()}
+    if hasattr(raw, "get_secret_value"):
+        return raw.get_secret_value()
+    return dumped
+
+
+async def config_get(call: MethodCall, params: EmptyParams) -> dict[str, Any]:
+    store = call.gateway.config_store
+    path = str(store.paths.config_path)
+    try:
+        disk = load_config(store.paths)
+    except ConfigError as exc:
+        raw = _read_raw(store)
+        return {
+            "path": path,
+            "exists": raw is not None,
+            "raw": None,
+            "parsed": None,
+            "config": {},
+            "valid": False,
+            "hash": ConfigStore.text_hash(raw) if raw is not None else None,
+            "issues": [exc.message],
+            "warnings": [],
+        }
+    return {
+        "path": path,
+        "exists": disk.exists,
+        "raw": redact_text(disk.raw, disk.parsed) if disk.raw is not None else None,
+        "parsed": redact(disk.parsed) if disk.parsed is not None else None,
+        "config": _effective(store),
+        "valid": True,
+        "hash": disk.hash,
+        "issues": [],
+        "warnings": [f"{name} overrides the file" for name in disk.env_overrides],
+    }
+
+
+def _read_raw(store: ConfigStore) -> str | None:
+    try:
+        return store.paths.config_path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _spend_budget(call: MethodCall) -> None:
+    key = f"{call.client.instance_id or ''}|{call.client.ip}"
+    wait = call.gateway.config_budget.try_acquire(key)
+    if wait is not None:
+        limit, window = call.gateway.config_budget.limit, call.gateway.config_budget.window_s
+        raise RateLimited(
+            f"rate limit exceeded for {call.method}; retry after {ceil_seconds(wait)}s",
+            retry_after_ms=int(wait * 1000),
+            details={"method": call.method, "limit": f"{limit} per {int(window)}s"},
+        )
+
+
+def _check_hash(store: ConfigStore, base_hash: str | None) -> None:
+    raw = _read_raw(store)
+    if raw is None:
+        return
+    if base_hash is None:
+        raise InvalidRequest("config base hash required; re-run config.get and retry")
+    if base_hash != ConfigStore.text_hash(raw):
+        raise InvalidRequest("config changed since last load; re-run config.get and retry")
+
+
+def _parse_patch(raw: str) -> Any:
+    try:
+        return json5.loads(raw)
+    except ValueError as exc:
+        raise InvalidRequest(f"config.patch raw is not valid JSON5: {exc}") from None
+
+
+def _answer(call: MethodCall, result: WriteResult) -> dict[str, Any]:
+    gw = call.gateway
+    out: dict[str, Any] = {
+        "ok": True,
+        "path": str(result.loaded.path),
+        "config": _effective(gw.config_store),
+        "hash": result.loaded.hash,
+    }
+    if result.noop:
+        out["noop"] = True
+        return out
+    gw.on_config_replaced()
+    gw.bus.broadcast(
+        "config.changed", {"hash": result.loaded.hash, "restartRequired": list(result.restart_required)}, guard=ADMIN
+    )
+    if result.restart_required:
+        out["restart"] = {"required": True, "keys": list(result.restart_required)}
+    return out
+
+
+def _write(call: MethodCall, params: ConfigWriteParams, op: str) -> dict[str, Any]:
+    store = call.gateway.config_store
+    _check_hash(store, params.base_hash)
+    _spend_budget(call)
+    str(store.paths.config_path)
+    try:
+        result = store.patch(_parse_patch(params.raw)) if op == "patch" else store.replace_text(params.raw)
+    except ConfigError as exc:
+        raise InvalidRequest(f"invalid config: {exc.message}", details={"issues": [exc.message]}) from None
+    return _answer(call, result)
+
+
+async def config_set(call: MethodCall, params: ConfigWriteParams) -> dict[str, Any]:
+    return _write(call, params, "set")
+
+
+async def config_apply(call: MethodCall, params: ConfigWriteParams) -> dict[str, Any]:
+    return _write(call, params, "set")
+
+
+async def config_patch(call: MethodCall, params: ConfigWriteParams) -> dict[str, Any]:
+    return _write(call, params, "patch")
+
+
+def register(gateway: Gateway) -> None:
+    gateway.methods.register("config.get", config_get, scope=READ)
+    gateway.methods.register("config.set", config_set, scope=ADMIN, params=ConfigWriteParams)
+    gateway.methods.register("config.apply", config_apply, scope=ADMIN, params=ConfigWriteParams)
+    gateway.methods.register("config.patch", config_patch, scope=ADMIN, params=ConfigWriteParams)
+    gateway.methods.register("connect", _second_connect, scope=ADMIN, params=AnyParams, advertised=False)
+
+
+async def _second_connect(call: MethodCall, params: Any) -> None:
+    raise InvalidRequest("connect is only valid as the first request")

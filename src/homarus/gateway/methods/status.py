@@ -1,0 +1,53 @@
+"""`status`: what is running, for operators (sensitive fields only for admins)."""
+
+from __future__ import annotations
+
+import os
+import platform
+from typing import TYPE_CHECKING, Any
+
+from homarus import __version__
+from homarus.gateway.router import EmptyParams, MethodCall
+from homarus.security.scopes import ADMIN, READ
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["register"]
+
+
+async def status(call: MethodCall, params: EmptyParams) -> dict[str, Any]:
+    gw = call.gateway
+    cfg = gw.config
+    health = gw.health_summary()
+    out: dict[str, Any] = {
+        "runtimeVersion": __version__,
+        "uptimeMs": gw.uptime_ms(),
+        "heartbeat": {"defaultAgentId": cfg.agents.default_id, "agents": []},
+        "channelSummary": [],
+        "queuedSystemEvents": [],
+        "connections": {"count": len(gw.connections), "presence": len(gw.presence.entries)},
+        "sessions": {
+            "paths": [a["sessions"]["path"] for a in health["agents"]] if ADMIN in call.client.scopes else [],
+            "count": sum(a["sessions"]["count"] for a in health["agents"]),
+            "defaults": {"model": None, "contextTokens": None},
+            "recent": [],
+            "byAgent": [{"agentId": a["agentId"], "count": a["sessions"]["count"]} for a in health["agents"]],
+        },
+        "events": {"seq": gw.bus.last_seq},
+    }
+    if ADMIN in call.client.scopes:
+        out["gateway"] = {
+            "bind": gw.host,
+            "port": gw.options.port,
+            "authMode": gw.auth_mode,
+            "configPath": str(gw.paths.config_path),
+            "stateDir": str(gw.paths.state_dir),
+            "pid": os.getpid(),
+            "python": platform.python_version(),
+        }
+    return out
+
+
+def register(gateway: Gateway) -> None:
+    gateway.methods.register("status", status, scope=READ)

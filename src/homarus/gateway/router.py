@@ -1,0 +1,138 @@
+"""Method registry and dispatch: name → (scope, params model, handler).
+
+Core and plugins register into the same registry; a second registration of a name is an
+error naming both owners, never a silent override.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from homarus.errors import InvalidRequest, RegistrationError
+from homarus.protocol.validation import format_errors
+from homarus.security.scopes import ADMIN, RESERVED_ADMIN_PREFIXES, require_scope
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["AnyParams", "ClientInfo", "EmptyParams", "MethodCall", "MethodRegistry", "MethodSpec", "Params"]
+
+Handler = Callable[["MethodCall", Any], Awaitable[Any]]
+
+
+class Params(BaseModel):
+    """Base for method parameter models: closed objects, no type coercion."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
+
+
+class EmptyParams(Params):
+    pass
+
+
+class AnyParams(BaseModel):
+    """For methods that look at their params themselves (or not at all)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+@dataclass(slots=True)
+class ClientInfo:
+    """What the gateway knows about an authenticated connection."""
+
+    conn_id: str
+    ip: str
+    role: str
+    scopes: frozenset[str]
+    protocol: int
+    client_id: str
+    client_mode: str
+    client_version: str
+    platform: str
+    instance_id: str | None = None
+    display_name: str | None = None
+    device_family: str | None = None
+    model_identifier: str | None = None
+    caps: frozenset[str] = frozenset()
+    connected_at_ms: int = 0
+
+
+@dataclass(slots=True)
+class MethodCall:
+    """One request being handled: who asked, what for, and the gateway that serves it."""
+
+    gateway: Gateway
+    client: ClientInfo
+    request_id: str
+    method: str
+
+
+@dataclass(frozen=True, slots=True)
+class MethodSpec:
+    name: str
+    scope: str | None
+    handler: Handler
+    params: type[BaseModel] = EmptyParams
+    owner: str = "core"
+    advertised: bool = True
+    roles: tuple[str, ...] = field(default=("operator",))
+
+
+class MethodRegistry:
+    def __init__(self) -> None:
+        self._specs: dict[str, MethodSpec] = {}
+
+    def register(
+        self,
+        name: str,
+        handler: Handler,
+        *,
+        scope: str | None,
+        params: type[BaseModel] = EmptyParams,
+        owner: str = "core",
+        advertised: bool = True,
+        roles: tuple[str, ...] = ("operator",),
+    ) -> MethodSpec:
+        if not name or name != name.strip():
+            raise RegistrationError(f"invalid method name {name!r}")
+        if name in self._specs:
+            prior = self._specs[name].owner
+            raise RegistrationError(
+                f"method {name!r} is already registered by {prior!r}; {owner!r} cannot register it again",
+                details={"method": name, "owner": prior, "conflictingOwner": owner},
+            )
+        if owner != "core" and name.startswith(RESERVED_ADMIN_PREFIXES):
+            scope = ADMIN  # reserved namespaces stay admin-only whatever a plugin declares
+        spec = MethodSpec(name, scope, handler, params, owner, advertised, roles)
+        self._specs[name] = spec
+        return spec
+
+    def get(self, name: str) -> MethodSpec | None:
+        return self._specs.get(name)
+
+    def advertised(self) -> list[str]:
+        return sorted(n for n, s in self._specs.items() if s.advertised)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._specs
+
+    async def dispatch(self, call: MethodCall, params: Any) -> Any:
+        """Authorize, validate and run one call; raises HomarusError subclasses on refusal."""
+        spec = self._specs.get(call.method)
+        client = call.client
+        if call.method != "health":
+            if spec is not None and client.role not in spec.roles:
+                raise InvalidRequest(f"unauthorized role: {client.role}")
+            if client.role == "operator":
+                require_scope(call.method, spec.scope if spec else None, client.scopes)
+        if spec is None:
+            raise InvalidRequest(f"unknown method: {call.method}")
+        try:
+            parsed = spec.params.model_validate({} if params is None else params)
+        except ValidationError as exc:
+            raise InvalidRequest(f"invalid {call.method} params: {format_errors(exc)}") from None
+        return await spec.handler(call, parsed)

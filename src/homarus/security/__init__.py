@@ -1,0 +1,3 @@
+"""Pure security decisions: credentials, scopes, rate limits."""
+
+from __future__ import annotations

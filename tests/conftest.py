@@ -1,0 +1,103 @@
+"""Shared fixtures: a real gateway on 127.0.0.1:0 in a background thread, and a raw WS client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from homarus.config.loader import StatePaths
+from homarus.config.store import ConfigStore
+from homarus.gateway.app import Gateway, GatewayOptions
+from homarus.gateway.server import GatewayServer, make_server
+
+TEST_TOKEN = "test-token-0123456789abcdef"
+
+
+@dataclass
+class RunningGateway:
+    gateway: Gateway
+    server: GatewayServer
+    port: int
+    paths: StatePaths
+    token: str | None
+
+    @property
+    def url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    @property
+    def http(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+def make_paths(root: Path, config: dict[str, Any] | None = None) -> StatePaths:
+    state = root / "state"
+    state.mkdir(parents=True, exist_ok=True, mode=0o700)
+    paths = StatePaths(state_dir=state, config_path=state / "homarus.json")
+    if config is not None:
+        paths.config_path.write_text(json.dumps(config), encoding="utf-8")
+    return paths
+
+
+@contextmanager
+def run_gateway(
+    root: Path,
+    config: dict[str, Any] | None = None,
+    options: GatewayOptions | None = None,
+    *,
+    token: str | None = TEST_TOKEN,
+) -> Iterator[RunningGateway]:
+    """Start a real uvicorn gateway on an ephemeral loopback port; stop it on exit."""
+    paths = make_paths(root, config)
+    opts = options or GatewayOptions()
+    opts.port = 0
+    opts.host = opts.host or "127.0.0.1"
+    if token is not None and opts.token is None:
+        opts.token = token
+    store = ConfigStore.open(paths, env={})
+    gateway = Gateway(paths, store, opts)
+    server = make_server(gateway)
+    loop_ready = threading.Event()
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        async def main() -> None:
+            task = asyncio.create_task(server.serve())
+            while not server.started and not task.done():
+                await asyncio.sleep(0.005)
+            loop_ready.set()
+            await task
+
+        try:
+            asyncio.run(main())
+        except BaseException as exc:  # surfaced to the test below
+            errors.append(exc)
+            loop_ready.set()
+
+    thread = threading.Thread(target=target, name="gateway", daemon=True)
+    thread.start()
+    assert loop_ready.wait(10), "gateway did not start"
+    if errors:
+        raise errors[0]
+    port = server.bound_port
+    assert port is not None
+    gateway.options.port = port
+    try:
+        yield RunningGateway(gateway, server, port, paths, opts.token)
+    finally:
+        server.should_exit = True
+        thread.join(15)
+
+
+@pytest.fixture
+def gw(tmp_path: Path) -> Iterator[RunningGateway]:
+    with run_gateway(tmp_path) as running:
+        yield running
