@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +17,7 @@ from homarus.config.loader import StatePaths
 from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
 from homarus.gateway.server import GatewayServer, make_server
+from tests.wsclient import close_all
 
 TEST_TOKEN = "test-token-0123456789abcdef"
 
@@ -28,6 +29,11 @@ class RunningGateway:
     port: int
     paths: StatePaths
     token: str | None
+    loop: asyncio.AbstractEventLoop
+
+    def call_soon(self, fn: Callable[[], Any]) -> None:
+        """Run ``fn`` on the gateway's event loop (its objects are not thread-safe)."""
+        self.loop.call_soon_threadsafe(fn)
 
     @property
     def url(self) -> str:
@@ -67,9 +73,11 @@ def run_gateway(
     server = make_server(gateway)
     loop_ready = threading.Event()
     errors: list[BaseException] = []
+    loops: list[asyncio.AbstractEventLoop] = []
 
     def target() -> None:
         async def main() -> None:
+            loops.append(asyncio.get_running_loop())
             task = asyncio.create_task(server.serve())
             while not server.started and not task.done():
                 await asyncio.sleep(0.005)
@@ -91,10 +99,16 @@ def run_gateway(
     assert port is not None
     gateway.options.port = port
     try:
-        yield RunningGateway(gateway, server, port, paths, opts.token)
+        yield RunningGateway(gateway, server, port, paths, opts.token, loops[0])
     finally:
         server.should_exit = True
         thread.join(15)
+
+
+@pytest.fixture(autouse=True)
+async def _close_ws_clients() -> AsyncIterator[None]:
+    yield
+    await close_all()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 
-__all__ = ["Client", "connect_params", "open_client"]
+__all__ = ["Client", "close_all", "connect_params", "open_client"]
 
 _ids = itertools.count(1)
 ALL_SCOPES = ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"]
@@ -46,6 +46,15 @@ class Client:
         raw = await asyncio.wait_for(self.ws.recv(), timeout)
         frame: dict[str, Any] = json.loads(raw)
         return frame
+
+    async def recv_res(self, timeout: float = 5.0) -> dict[str, Any]:
+        """The next response frame, whatever its id (events are kept in ``events``)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                frame = await self.recv(timeout)
+                if frame.get("type") == "res":
+                    return frame
+                self.events.append(frame)
 
     async def request(self, method: str, params: Any = None, *, timeout: float = 5.0) -> dict[str, Any]:
         """Send a req and return its res frame (events seen meanwhile go to ``events``)."""
@@ -101,6 +110,19 @@ class Client:
         return (rcvd.code, rcvd.reason) if rcvd else (None, "")
 
 
+_open: list[Client] = []
+
+
 async def open_client(url: str, **kwargs: Any) -> Client:
     ws = await connect(url, max_size=None, open_timeout=5, **kwargs)
-    return Client(ws)
+    client = Client(ws)
+    _open.append(client)
+    return client
+
+
+async def close_all() -> None:
+    """Close every client a test opened (the suite treats leaked sockets as errors)."""
+    while _open:
+        client = _open.pop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(client.ws.close(), 2)

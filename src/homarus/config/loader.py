@@ -90,7 +90,7 @@ def parse_config_text(raw: str, *, path: str) -> dict[str, Any]:
     return value
 
 
-def substitute_env(value: Any, env: Mapping[str, str], *, key: str = "") -> Any:
+def substitute_env(value: Any, env: Mapping[str, str], *, key: str = "", path: str | None = None) -> Any:
     """Replace ``${VAR}`` in every string of ``value``; a missing variable is an error."""
     if isinstance(value, str):
 
@@ -99,14 +99,14 @@ def substitute_env(value: Any, env: Mapping[str, str], *, key: str = "") -> Any:
                 return "${" + m.group(2) + "}"
             name = m.group(2)
             if name not in env:
-                raise ConfigError(f"environment variable {name} is not set", key=key or "(root)")
+                raise ConfigError(f"environment variable {name} is not set", path=path, key=key or "(root)")
             return env[name]
 
         return _ENV_REF.sub(repl, value)
     if isinstance(value, dict):
-        return {k: substitute_env(v, env, key=f"{key}.{k}" if key else k) for k, v in value.items()}
+        return {k: substitute_env(v, env, key=f"{key}.{k}" if key else k, path=path) for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute_env(v, env, key=f"{key}[{i}]") for i, v in enumerate(value)]
+        return [substitute_env(v, env, key=f"{key}[{i}]", path=path) for i, v in enumerate(value)]
     return value
 
 
@@ -134,8 +134,12 @@ def validate_config(data: Mapping[str, Any], *, path: str) -> HomarusConfig:
 def apply_env_overrides(data: dict[str, Any], env: Mapping[str, str]) -> tuple[dict[str, Any], tuple[str, ...]]:
     """Overlay ``HOMARUS_GATEWAY_{TOKEN,PASSWORD,PORT}``; returns the new data and what was applied."""
     applied: list[str] = []
-    gateway = dict(data.get("gateway") or {})
-    auth = dict(gateway.get("auth") or {})
+    raw_gateway = data.get("gateway", {})
+    raw_auth = raw_gateway.get("auth", {}) if isinstance(raw_gateway, dict) else None
+    if not isinstance(raw_gateway, dict) or not isinstance(raw_auth, dict):
+        return data, ()  # not an object: leave it for validation to report with its key
+    gateway = dict(raw_gateway)
+    auth = dict(raw_auth)
     if token := env.get("HOMARUS_GATEWAY_TOKEN"):
         auth["token"] = token
         applied.append("HOMARUS_GATEWAY_TOKEN")
@@ -159,10 +163,7 @@ def resolve_config(
     parsed: Mapping[str, Any], env: Mapping[str, str], *, path: str
 ) -> tuple[HomarusConfig, tuple[str, ...]]:
     """Substitute ``${ENV}``, overlay env overrides and validate: the effective config of a file."""
-    try:
-        resolved = substitute_env(dict(parsed), env)
-    except ConfigError as exc:
-        raise ConfigError(exc.message, path=path, key=exc.key) from None
+    resolved = substitute_env(dict(parsed), env, path=path)
     resolved, overrides = apply_env_overrides(resolved, env)
     return validate_config(resolved, path=path), overrides
 

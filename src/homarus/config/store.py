@@ -41,7 +41,8 @@ def merge_patch(target: Any, patch: Any) -> Any:
 
 
 def _all_have_ids(items: list[Any]) -> bool:
-    return bool(items) and all(isinstance(i, dict) and "id" in i for i in items)
+    # Only scalar ids can key the merge: an object or array id (bad input) must not crash it.
+    return bool(items) and all(isinstance(i, dict) and isinstance(i.get("id"), str | int) for i in items)
 
 
 @dataclass(frozen=True, slots=True)

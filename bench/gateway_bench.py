@@ -1,0 +1,739 @@
+"""Gateway benchmark: start-up, memory, WS `health` latency and throughput, handshake time.
+
+Run with ``.venv/bin/python bench/gateway_bench.py [--starts N] [--requests N] [--json out.json]``
+(or ``make bench``). Everything talks to 127.0.0.1 only; every gateway the script starts gets a
+fresh state dir, is stopped with SIGTERM at the end (SIGKILL if it does not go) and its temp
+files are removed, whatever happens.
+
+The load generator is the ``websockets`` asyncio client with orjson and pre-built request text,
+run either in this process or in ``--procs`` worker processes (multiprocessing, spawn). The
+client shares the machine's cores with the server, so besides req/s the script reports the
+gateway process's CPU seconds per request (psutil ``cpu_times`` delta / requests) and the
+single-core ceiling that implies (1 / CPU per request).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import math
+import multiprocessing
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+import psutil
+from websockets.asyncio.client import ClientConnection, connect
+
+HOST = "127.0.0.1"
+TOKEN = "bench-token-0123456789abcdef"  # a throwaway shared secret for gateways this script starts
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+MIB = 1024 * 1024
+
+# Targets from the issue.
+TARGET_START_S = 0.5
+TARGET_RSS_MIB = 60.0
+TARGET_RTT_P50_MS = 1.0
+TARGET_RPS = 5000.0
+
+# The original OpenClaw gateway, from /work/shared/peers/openclaw/README.md ("Measured numbers"),
+# recorded on the same kind of 2-core VM. Not re-measured here: the peer is too heavy to run.
+OPENCLAW = {
+    "start": "17.4-24.3 s (/healthz)",
+    "rss": "769-918 MiB",
+    "rtt": "3.18-4.38 ms",
+    "handshake": "17.8-33.2 ms",
+    "rps": "485-960 req/s",
+    "cpu": "1.76 ms",
+}
+
+
+# -- small helpers ----------------------------------------------------------------------------
+def percentile(samples: Sequence[float], pct: float) -> float:
+    """Nearest-rank percentile of ``samples`` (pct in 0..100)."""
+    if not samples:
+        return math.nan
+    ordered = sorted(samples)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+def summarize(samples: Sequence[float]) -> dict[str, float]:
+    return {
+        "n": float(len(samples)),
+        "min": min(samples),
+        "p50": percentile(samples, 50),
+        "p95": percentile(samples, 95),
+        "p99": percentile(samples, 99),
+        "max": max(samples),
+        "mean": statistics.fmean(samples),
+    }
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        return int(s.getsockname()[1])
+
+
+def homarus_executable() -> str:
+    candidate = Path(sys.executable).parent / "homarus"
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("homarus")
+    if found is None:
+        raise SystemExit("cannot find the `homarus` console script; run `make install` first")
+    return found
+
+
+def http_health_ok(port: int) -> bool:
+    """One ``GET /health``; True on a 200 with the live body, False when not (yet) listening."""
+    try:
+        with socket.create_connection((HOST, port), timeout=1.0) as s:
+            s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            chunks: list[bytes] = []
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+    except OSError:
+        return False
+    data = b"".join(chunks)
+    return data.startswith(b"HTTP/1.1 200") and b'"live"' in data
+
+
+def connect_frame(token: str) -> str:
+    return json.dumps(
+        {
+            "type": "req",
+            "id": "1",
+            "method": "connect",
+            "params": {
+                "minProtocol": 3,
+                "maxProtocol": 3,
+                "client": {"id": "test", "version": "1", "platform": "linux", "mode": "test"},
+                "role": "operator",
+                "scopes": ["operator.admin"],
+                "auth": {"token": token},
+            },
+        }
+    )
+
+
+def health_frame(request_id: str) -> str:
+    return f'{{"type":"req","id":"{request_id}","method":"health"}}'
+
+
+def machine_facts() -> dict[str, Any]:
+    cpu_model = "unknown"
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "ram_gib": round(psutil.virtual_memory().total / (1024**3), 1),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+# -- the gateway process ----------------------------------------------------------------------
+@dataclass
+class GatewayProcess:
+    """One `homarus gateway run` with its own temp dir (state + log), stopped on exit."""
+
+    log_level: str | None = None
+    port: int = 0
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="homarus-bench-")))
+    proc: subprocess.Popen[bytes] | None = None
+    spawned_at: float = 0.0
+
+    def start(self) -> None:
+        state = self.workdir / "state"
+        state.mkdir()
+        env = {**os.environ, "HOMARUS_STATE_DIR": str(state)}
+        env.pop("HOMARUS_GATEWAY_TOKEN", None)
+        self.port = free_port()
+        cmd = [homarus_executable(), "gateway", "run", "--bind", "loopback", "--port", str(self.port)]
+        cmd += ["--token", TOKEN]
+        if self.log_level is not None:
+            cmd += ["--log-level", self.log_level]
+        with open(self.workdir / "gateway.log", "wb") as log:
+            self.spawned_at = time.perf_counter()
+            self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+
+    def wait_healthy(self) -> float:
+        """Poll ``GET /health`` until 200; seconds since spawn."""
+        assert self.proc is not None
+        deadline = self.spawned_at + START_TIMEOUT_S
+        while True:
+            if http_health_ok(self.port):
+                return time.perf_counter() - self.spawned_at
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gateway exited with {self.proc.returncode} during start-up:\n{self.log_text()}")
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"gateway not healthy after {START_TIMEOUT_S} s:\n{self.log_text()}")
+            time.sleep(0.002)
+
+    def log_text(self) -> str:
+        with contextlib.suppress(OSError):
+            return (self.workdir / "gateway.log").read_text(errors="replace")[-4000:]
+        return ""
+
+    @property
+    def url(self) -> str:
+        return f"ws://{HOST}:{self.port}"
+
+    @property
+    def ps(self) -> psutil.Process:
+        assert self.proc is not None
+        return psutil.Process(self.proc.pid)
+
+    def rss_mib(self) -> float:
+        return float(self.ps.memory_info().rss) / MIB
+
+    def cpu_seconds(self) -> float:
+        t = self.ps.cpu_times()
+        return float(t.user + t.system)
+
+    def stop(self) -> tuple[float, int | None]:
+        """SIGTERM, wait (SIGKILL after a timeout); returns (seconds to exit, exit code)."""
+        if self.proc is None or self.proc.poll() is not None:
+            return 0.0, None if self.proc is None else self.proc.returncode
+        started = time.perf_counter()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            code = self.proc.wait(timeout=STOP_TIMEOUT_S)
+        return time.perf_counter() - started, code
+
+    def cleanup(self) -> None:
+        try:
+            self.stop()
+        finally:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def running_gateway(log_level: str | None) -> Iterator[GatewayProcess]:
+    gw = GatewayProcess(log_level=log_level)
+    try:
+        gw.start()
+        gw.wait_healthy()
+        yield gw
+    finally:
+        gw.cleanup()
+
+
+# -- WebSocket client -------------------------------------------------------------------------
+async def open_session(url: str, token: str) -> ClientConnection:
+    """Open a socket and complete the connect handshake (challenge -> connect -> hello-ok)."""
+    ws = await connect(url, compression=None, max_size=None, ping_interval=None, open_timeout=10, close_timeout=2)
+    try:
+        async with asyncio.timeout(10):
+            challenge = orjson.loads(await ws.recv())
+            if challenge.get("event") != "connect.challenge":
+                raise RuntimeError(f"expected connect.challenge, got {challenge!r}")
+            await ws.send(connect_frame(token))
+            while True:
+                frame = orjson.loads(await ws.recv())
+                if frame.get("type") == "res" and frame.get("id") == "1":
+                    break
+        if not frame.get("ok") or frame.get("payload", {}).get("type") != "hello-ok":
+            raise RuntimeError(f"connect refused: {frame!r}")
+    except BaseException:
+        await ws.close()
+        raise
+    return ws
+
+
+async def measure_handshakes(url: str, token: str, count: int, warmup: int = 5) -> list[float]:
+    """Milliseconds from opening the socket to hello-ok, one connection at a time."""
+    samples: list[float] = []
+    for i in range(warmup + count):
+        t0 = time.perf_counter()
+        ws = await open_session(url, token)
+        elapsed = (time.perf_counter() - t0) * 1000
+        await ws.close()
+        if i >= warmup:
+            samples.append(elapsed)
+    return samples
+
+
+async def measure_rtt(url: str, token: str, count: int, warmup: int) -> list[float]:
+    """Milliseconds per sequential `health` request on one connection."""
+    ws = await open_session(url, token)
+    samples: list[float] = []
+    try:
+        async with asyncio.timeout(60 + count * 0.05):
+            for i in range(warmup + count):
+                rid = f"h{i}"
+                text = health_frame(rid)
+                t0 = time.perf_counter_ns()
+                await ws.send(text)
+                while True:
+                    frame = orjson.loads(await ws.recv())
+                    if frame.get("type") == "res" and frame.get("id") == rid:
+                        break
+                elapsed = (time.perf_counter_ns() - t0) / 1e6
+                if not frame.get("ok"):
+                    raise RuntimeError(f"health failed: {frame!r}")
+                if i >= warmup:
+                    samples.append(elapsed)
+    finally:
+        await ws.close()
+    return samples
+
+
+@dataclass
+class LoadResult:
+    ok: int = 0
+    errors: int = 0
+    started: float = 0.0  # time.monotonic(), comparable across processes on Linux
+    ended: float = 0.0
+    client_cpu_s: float = 0.0
+
+
+async def _drive(ws: ClientConnection, prefix: str, quota: int, window: int, deadline: float) -> tuple[int, int]:
+    """Keep ``window`` health requests in flight on one socket until ``quota`` or the deadline."""
+    ok = errors = sent = 0
+    inflight = min(window, quota)
+    for _ in range(inflight):
+        sent += 1
+        await ws.send(f'{{"type":"req","id":"{prefix}{sent}","method":"health"}}')
+    async with asyncio.timeout(max(0.0, deadline - time.monotonic()) + 10):
+        while inflight:
+            frame = orjson.loads(await ws.recv())
+            if frame.get("type") != "res":
+                continue  # an event (tick, presence)
+            inflight -= 1
+            if frame.get("ok"):
+                ok += 1
+            else:
+                errors += 1
+            if sent < quota and time.monotonic() < deadline:
+                sent += 1
+                inflight += 1
+                await ws.send(f'{{"type":"req","id":"{prefix}{sent}","method":"health"}}')
+    return ok, errors
+
+
+async def run_load(sockets: list[ClientConnection], total: int, window: int, max_seconds: float) -> LoadResult:
+    """Pipelined `health` load over already-open sockets; returns counts and timings."""
+    quotas = [total // len(sockets) + (1 if i < total % len(sockets) else 0) for i in range(len(sockets))]
+    cpu0 = time.process_time()
+    started = time.monotonic()
+    deadline = started + max_seconds
+    results = await asyncio.gather(
+        *(_drive(ws, f"s{i}-", q, window, deadline) for i, (ws, q) in enumerate(zip(sockets, quotas, strict=True)))
+    )
+    ended = time.monotonic()
+    return LoadResult(
+        ok=sum(r[0] for r in results),
+        errors=sum(r[1] for r in results),
+        started=started,
+        ended=ended,
+        client_cpu_s=time.process_time() - cpu0,
+    )
+
+
+async def _warm_sockets(sockets: list[ClientConnection], per_socket: int) -> None:
+    for ws in sockets:
+        for i in range(per_socket):
+            await ws.send(health_frame(f"w{i}"))
+        got = 0
+        while got < per_socket:
+            if orjson.loads(await ws.recv()).get("type") == "res":
+                got += 1
+
+
+async def open_sockets(url: str, token: str, n: int) -> list[ClientConnection]:
+    sockets: list[ClientConnection] = []
+    try:
+        for _ in range(n):
+            sockets.append(await open_session(url, token))
+        await _warm_sockets(sockets, 20)
+    except BaseException:
+        await close_sockets(sockets)
+        raise
+    return sockets
+
+
+async def close_sockets(sockets: list[ClientConnection]) -> None:
+    await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
+
+
+async def load_in_process(
+    gw: GatewayProcess, n_sockets: int, total: int, window: int, max_seconds: float
+) -> dict[str, Any]:
+    sockets = await open_sockets(gw.url, TOKEN, n_sockets)
+    try:
+        await asyncio.sleep(0.2)  # let presence broadcasts from the connects settle
+        cpu0 = gw.cpu_seconds()
+        result = await run_load(sockets, total, window, max_seconds)
+        server_cpu = gw.cpu_seconds() - cpu0
+    finally:
+        await close_sockets(sockets)
+    wall = result.ended - result.started
+    return load_summary(
+        "in-process", 1, n_sockets, window, result.ok, result.errors, wall, server_cpu, result.client_cpu_s
+    )
+
+
+def _load_worker(
+    url: str,
+    token: str,
+    n_sockets: int,
+    total: int,
+    window: int,
+    max_seconds: float,
+    barrier: Any,
+    results: Any,
+) -> None:
+    """Worker process: open sockets, wait for everyone, run the load, report a LoadResult."""
+
+    async def main() -> LoadResult:
+        sockets = await open_sockets(url, token, n_sockets)
+        try:
+            await asyncio.sleep(0.2)
+            barrier.wait(30)  # blocks this loop briefly; nothing else runs in it meanwhile
+            return await run_load(sockets, total, window, max_seconds)
+        finally:
+            await close_sockets(sockets)
+
+    try:
+        result = asyncio.run(main())
+        results.put(("ok", result.__dict__))
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            barrier.abort()
+        results.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def load_multiprocess(
+    gw: GatewayProcess, procs: int, n_sockets: int, total: int, window: int, max_seconds: float
+) -> dict[str, Any]:
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(procs + 1)
+    results = ctx.Queue()
+    per_proc_sockets = [n_sockets // procs + (1 if i < n_sockets % procs else 0) for i in range(procs)]
+    per_proc_total = [total * s // n_sockets for s in per_proc_sockets]
+    workers = [
+        ctx.Process(
+            target=_load_worker,
+            args=(gw.url, TOKEN, s, t, window, max_seconds, barrier, results),
+            daemon=True,
+        )
+        for s, t in zip(per_proc_sockets, per_proc_total, strict=True)
+    ]
+    for w in workers:
+        w.start()
+    try:
+        barrier.wait(60)
+        cpu0 = gw.cpu_seconds()
+        collected: list[dict[str, Any]] = []
+        for _ in workers:
+            status, value = results.get(timeout=max_seconds + 60)
+            if status != "ok":
+                raise RuntimeError(f"load worker failed: {value}")
+            collected.append(value)
+        server_cpu = gw.cpu_seconds() - cpu0
+    finally:
+        for w in workers:
+            w.join(timeout=10)
+            if w.is_alive():
+                w.terminate()
+                w.join(timeout=5)
+    wall = max(r["ended"] for r in collected) - min(r["started"] for r in collected)
+    return load_summary(
+        "multiprocess",
+        procs,
+        n_sockets,
+        window,
+        sum(r["ok"] for r in collected),
+        sum(r["errors"] for r in collected),
+        wall,
+        server_cpu,
+        sum(r["client_cpu_s"] for r in collected),
+    )
+
+
+def load_summary(
+    mode: str,
+    procs: int,
+    sockets: int,
+    window: int,
+    ok: int,
+    errors: int,
+    wall_s: float,
+    server_cpu_s: float,
+    client_cpu_s: float,
+) -> dict[str, Any]:
+    done = ok + errors
+    return {
+        "mode": mode,
+        "client_procs": procs,
+        "sockets": sockets,
+        "window": window,
+        "ok": ok,
+        "errors": errors,
+        "wall_s": wall_s,
+        "rps": ok / wall_s if wall_s > 0 else math.nan,
+        "server_cpu_s": server_cpu_s,
+        "server_cpu_ms_per_req": server_cpu_s / done * 1000 if done else math.nan,
+        "server_ceiling_rps": done / server_cpu_s if server_cpu_s > 0 else math.nan,
+        "server_cpu_util": server_cpu_s / wall_s if wall_s > 0 else math.nan,
+        "client_cpu_ms_per_req": client_cpu_s / done * 1000 if done else math.nan,
+    }
+
+
+# -- phases -----------------------------------------------------------------------------------
+def measure_starts(n: int, log_level: str | None) -> dict[str, Any]:
+    starts: list[float] = []
+    stops: list[float] = []
+    rss: list[float] = []
+    for _ in range(n):
+        gw = GatewayProcess(log_level=log_level)
+        try:
+            gw.start()
+            starts.append(gw.wait_healthy())
+            rss.append(gw.rss_mib())
+            stop_s, code = gw.stop()
+            if code not in (0, -signal.SIGTERM):  # uvicorn re-raises SIGTERM after a clean shutdown
+                raise RuntimeError(f"gateway exited with {code} on SIGTERM:\n{gw.log_text()}")
+            stops.append(stop_s)
+        finally:
+            gw.cleanup()
+    return {"start_s": summarize(starts), "stop_s": summarize(stops), "rss_at_ready_mib": summarize(rss)}
+
+
+def measure_help(n: int) -> dict[str, float]:
+    exe = homarus_executable()
+    samples: list[float] = []
+    for _ in range(n + 1):  # the first run warms the page cache and is dropped
+        t0 = time.perf_counter()
+        subprocess.run([exe, "--help"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, timeout=30)
+        samples.append(time.perf_counter() - t0)
+    return summarize(samples[1:])
+
+
+def run_bench(args: argparse.Namespace) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "machine": machine_facts(),
+        "loadavg_before": os.getloadavg(),
+        "config": {k: v for k, v in vars(args).items() if k != "json"},
+    }
+    progress("start-up: %d starts", args.starts)
+    out["startup"] = measure_starts(args.starts, args.log_level)
+    progress("homarus --help: %d runs", args.help_runs)
+    out["help_s"] = measure_help(args.help_runs)
+
+    with running_gateway(args.log_level) as gw:
+        time.sleep(1.0)
+        out["rss_after_start_mib"] = gw.rss_mib()
+        progress("handshakes: %d", args.handshakes)
+        out["handshake_ms"] = summarize(asyncio.run(measure_handshakes(gw.url, TOKEN, args.handshakes)))
+        progress("sequential health RTT: %d (+%d warm-up)", args.requests, args.warmup)
+        cpu0 = gw.cpu_seconds()
+        rtt = asyncio.run(measure_rtt(gw.url, TOKEN, args.requests, args.warmup))
+        out["rtt_ms"] = summarize(rtt)
+        out["rtt_server_cpu_ms_per_req"] = (gw.cpu_seconds() - cpu0) / (args.requests + args.warmup) * 1000
+        loads: list[dict[str, Any]] = []
+        progress("throughput in-process: %d sockets x window %d, %d requests", args.sockets, args.window, args.total)
+        loads.append(asyncio.run(load_in_process(gw, args.sockets, args.total, args.window, args.max_seconds)))
+        if args.procs > 0:
+            progress("throughput with %d client processes", args.procs)
+            loads.append(load_multiprocess(gw, args.procs, args.sockets, args.total, args.window, args.max_seconds))
+        out["throughput"] = loads
+        time.sleep(1.0)
+        out["rss_after_load_mib"] = gw.rss_mib()
+        out["loadavg_after"] = os.getloadavg()
+        stop_s, code = gw.stop()
+        out["final_stop"] = {"seconds": stop_s, "exit_code": code}
+    return out
+
+
+def progress(fmt: str, *values: Any) -> None:
+    print("# " + (fmt % values), file=sys.stderr, flush=True)
+
+
+# -- report -----------------------------------------------------------------------------------
+def verdict(ok: bool) -> str:
+    return "pass" if ok else "**miss**"
+
+
+def render(r: dict[str, Any]) -> str:
+    st = r["startup"]["start_s"]
+    h = r["help_s"]
+    rtt = r["rtt_ms"]
+    hs = r["handshake_ms"]
+    rows: list[tuple[str, str, str, str, str]] = [
+        (
+            f"start-up: spawn → first 200 `GET /health` (median of {int(st['n'])}; min / max)",
+            f"{st['p50']:.3f} s ({st['min']:.3f} / {st['max']:.3f})",
+            f"≤ {TARGET_START_S} s",
+            verdict(st["p50"] <= TARGET_START_S),
+            OPENCLAW["start"],
+        ),
+        (
+            f"`homarus --help` (median of {int(h['n'])}; min / max)",
+            f"{h['p50']:.3f} s ({h['min']:.3f} / {h['max']:.3f})",
+            "—",
+            "—",
+            "—",
+        ),
+        (
+            "SIGTERM → exit (median of the starts)",
+            f"{r['startup']['stop_s']['p50']:.3f} s",
+            "—",
+            "—",
+            "—",
+        ),
+        (
+            "idle RSS after start (+1 s)",
+            f"{r['rss_after_start_mib']:.1f} MiB",
+            f"≤ {TARGET_RSS_MIB:.0f} MB",
+            verdict(r["rss_after_start_mib"] <= TARGET_RSS_MIB),
+            OPENCLAW["rss"],
+        ),
+        (
+            "idle RSS after all loads (+1 s)",
+            f"{r['rss_after_load_mib']:.1f} MiB",
+            f"≤ {TARGET_RSS_MIB:.0f} MB",
+            verdict(r["rss_after_load_mib"] <= TARGET_RSS_MIB),
+            "—",
+        ),
+        (
+            f"WS `health` RTT p50 / p95 / p99, {int(rtt['n'])} sequential on one socket",
+            f"{rtt['p50']:.3f} / {rtt['p95']:.3f} / {rtt['p99']:.3f} ms",
+            f"p50 ≤ {TARGET_RTT_P50_MS} ms",
+            verdict(rtt["p50"] <= TARGET_RTT_P50_MS),
+            OPENCLAW["rtt"] + " (p50)",
+        ),
+        (
+            "server CPU per sequential `health`",
+            f"{r['rtt_server_cpu_ms_per_req']:.3f} ms",
+            "—",
+            "—",
+            "—",
+        ),
+    ]
+    for load in r["throughput"]:
+        who = "1 client process" if load["mode"] == "in-process" else f"{load['client_procs']} client processes"
+        rows.append(
+            (
+                f"WS `health` throughput, {load['sockets']} sockets x {load['window']} in flight, {who}"
+                f" ({load['ok']} ok, {load['errors']} errors, {load['wall_s']:.2f} s)",
+                f"{load['rps']:,.0f} req/s",
+                f"≥ {TARGET_RPS:,.0f} req/s",
+                verdict(load["rps"] >= TARGET_RPS and load["errors"] == 0),
+                OPENCLAW["rps"],
+            )
+        )
+        rows.append(
+            (
+                f"  server CPU per request ({who}); implied 1-core ceiling; server CPU use",
+                f"{load['server_cpu_ms_per_req']:.3f} ms; {load['server_ceiling_rps']:,.0f} req/s;"
+                f" {load['server_cpu_util'] * 100:.0f} %",
+                f"≤ {1000 / TARGET_RPS:.2f} ms (derived)",
+                verdict(load["server_cpu_ms_per_req"] <= 1000 / TARGET_RPS),
+                OPENCLAW["cpu"],
+            )
+        )
+        rows.append(
+            (
+                f"  client CPU per request ({who})",
+                f"{load['client_cpu_ms_per_req']:.3f} ms",
+                "—",
+                "—",
+                "—",
+            )
+        )
+    rows.append(
+        (
+            f"WS connect handshake (open → hello-ok) p50 / p95, {int(hs['n'])} sequential",
+            f"{hs['p50']:.2f} / {hs['p95']:.2f} ms",
+            "—",
+            "—",
+            OPENCLAW["handshake"] + " (signed device)",
+        )
+    )
+    lines = [
+        "| metric | Homarus | target | result | OpenClaw (recorded) |",
+        "| --- | --- | --- | --- | --- |",
+        *(f"| {' | '.join(row)} |" for row in rows),
+    ]
+    m = r["machine"]
+    lb = ", ".join(f"{x:.2f}" for x in r["loadavg_before"])
+    la = ", ".join(f"{x:.2f}" for x in r["loadavg_after"])
+    footer = [
+        "",
+        f"{r['date']}; {m['cpus']} CPUs ({m['cpu_model']}), {m['ram_gib']} GiB RAM, Python {m['python']};"
+        f" load average before: {lb}; after: {la}. RSS in MiB (2^20 bytes).",
+    ]
+    return "\n".join(lines + footer)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    p.add_argument("--starts", type=int, default=7, help="gateway starts for the start-up time (default 7)")
+    p.add_argument("--help-runs", type=int, default=7, help="runs of `homarus --help` (default 7)")
+    p.add_argument("--requests", type=int, default=2000, help="sequential health requests for RTT (default 2000)")
+    p.add_argument("--warmup", type=int, default=200, help="RTT warm-up requests, not counted (default 200)")
+    p.add_argument("--handshakes", type=int, default=100, help="connect handshakes to time (default 100)")
+    p.add_argument("--total", type=int, default=20_000, help="health requests per throughput run (default 20000)")
+    p.add_argument("--sockets", type=int, default=8, help="concurrent sockets for throughput (default 8)")
+    p.add_argument("--window", type=int, default=16, help="requests in flight per socket (default 16)")
+    p.add_argument("--max-seconds", type=float, default=30.0, help="time cap per throughput run (default 30)")
+    p.add_argument("--procs", type=int, default=2, help="client processes for the second throughput run (0: skip)")
+    p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], help="gateway --log-level")
+    p.add_argument("--json", type=Path, help="also write all results as JSON to this file")
+    args = p.parse_args(argv)
+    for name in ("starts", "help_runs", "requests", "handshakes", "total", "sockets", "window"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.warmup < 0 or args.procs < 0 or args.max_seconds <= 0:
+        p.error("--warmup and --procs must be >= 0, --max-seconds > 0")
+    if args.procs > args.sockets:
+        p.error("--procs must not exceed --sockets")
+    return args
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through the finally blocks that stop the gateways
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminate)
+    results = run_bench(args)
+    print(render(results))
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
