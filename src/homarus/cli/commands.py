@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
+import signal
 import socket
 import stat
 import sys
@@ -48,7 +50,8 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     except ConfigError as exc:
         _err(str(exc))
         return 1
-    parser.parse_args([args.command, "--help"])
+    with contextlib.suppress(SystemExit):  # a group without its subcommand: show its help, exit 2
+        parser.parse_args([args.command, "--help"])
     return 2
 
 
@@ -58,11 +61,25 @@ def _gateway_run(args: argparse.Namespace, paths: StatePaths) -> int:
     from homarus.gateway.server import build_gateway, serve
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    host = resolve_bind_host(args.bind) if args.bind else None
+    try:
+        host = resolve_bind_host(args.bind) if args.bind else None
+    except ValueError as exc:
+        _err(f"--bind: {exc}")
+        return 2
     options = GatewayOptions(host=host, port=args.port, token=args.token)
     gateway = build_gateway(paths, options)
 
+    served = False
+
+    def after_graceful_stop(signum: int, frame: Any) -> None:
+        # uvicorn handles SIGINT/SIGTERM while serving, shuts down gracefully, restores this
+        # handler and re-raises the signal: a clean stop must still exit 0, not die by the signal.
+        if not served:  # arrived before uvicorn took over the signals: stop right away
+            raise SystemExit(128 + signum)
+
     def ready(server: Any) -> None:
+        nonlocal served
+        served = True
         scheme_host = f"[{gateway.host}]" if ":" in gateway.host else gateway.host
         print(
             f"homarus gateway listening on ws://{scheme_host}:{server.bound_port} (http on the same port)", flush=True
@@ -72,11 +89,15 @@ def _gateway_run(args: argparse.Namespace, paths: StatePaths) -> int:
             verb = "generated" if gateway.token_created else "stored"
             print(f"gateway token: {verb} in {paths.token_path} (mode 0600)", flush=True)
 
+    previous = {sig: signal.signal(sig, after_graceful_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         asyncio.run(serve(gateway, on_ready=ready, log_level=args.log_level))
     except OSError as exc:
         _err(str(exc))
         return 1
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
 
 

@@ -8,6 +8,7 @@ silently ignored. Sections owned by later subsystems are added by them.
 from __future__ import annotations
 
 import ipaddress
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -24,13 +25,27 @@ __all__ = [
     "GatewayConfig",
     "HomarusConfig",
     "SessionConfig",
+    "SessionMaintenance",
+    "SubagentDefaults",
     "is_loopback_host",
+    "parse_duration_ms",
     "resolve_bind_host",
 ]
 
 DEFAULT_PORT = 18789
 DEFAULT_AGENT_ID = "main"
 _AGENT_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+
+
+_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def parse_duration_ms(text: str) -> int:
+    """``"30d"`` → milliseconds. Units: ms, s, m, h, d."""
+    match = re.fullmatch(r"(\d+)(ms|s|m|h|d)", text.strip())
+    if match is None:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 500ms, 30s, 5m, 2h, 30d)")
+    return int(match.group(1)) * _UNITS_MS[match.group(2)]
 
 
 def resolve_bind_host(bind: str) -> str:
@@ -106,9 +121,22 @@ class GatewayConfig(_Model):
         return v
 
 
+class SessionMaintenance(_Model):
+    """Keeps sessions.json bounded: ``warn`` only logs, ``enforce`` prunes (main sessions are kept)."""
+
+    mode: Literal["warn", "enforce"] = "warn"
+    prune_after: str = Field("30d", pattern=r"^\d+(ms|s|m|h|d)$")
+    max_entries: int = Field(500, ge=1, le=1_000_000)
+
+    @property
+    def prune_after_ms(self) -> int:
+        return parse_duration_ms(self.prune_after)
+
+
 class SessionConfig(_Model):
     main_key: str = Field("main", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     scope: Literal["per-sender", "global"] = "per-sender"
+    maintenance: SessionMaintenance = Field(default_factory=SessionMaintenance)
 
 
 class AgentEntry(_Model):
@@ -118,8 +146,15 @@ class AgentEntry(_Model):
     workspace: str | None = None
 
 
+class SubagentDefaults(_Model):
+    max_concurrent: int = Field(8, ge=1, le=256)
+
+
 class AgentsDefaults(_Model):
     workspace: str | None = None
+    #: global `main` lane: agent runs in parallel across sessions
+    max_concurrent: int = Field(4, ge=1, le=256)
+    subagents: SubagentDefaults = Field(default_factory=SubagentDefaults)
 
 
 class AgentsConfig(_Model):

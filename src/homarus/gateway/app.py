@@ -7,6 +7,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
@@ -15,18 +16,28 @@ from homarus import __version__
 from homarus.config.loader import StatePaths
 from homarus.config.schema import HomarusConfig, is_loopback_host
 from homarus.config.store import ConfigStore
+from homarus.errors import HomarusError
 from homarus.gateway.events import EventBus
 from homarus.gateway.router import ClientInfo, MethodRegistry
 from homarus.protocol.frames import ErrorShape
 from homarus.protocol.handshake import ConnectRequest
 from homarus.protocol.limits import MAX_BUFFERED_BYTES, MAX_PAYLOAD_BYTES, TICK_INTERVAL_MS, CloseCode
+from homarus.queue.dedupe import DedupeCache
+from homarus.queue.journal import RunJournal, RunRecord
+from homarus.queue.lanes import LaneQueue
 from homarus.security.auth import check_shared_secret
 from homarus.security.ratelimit import FailureLimiter, SlidingWindowBudget
 from homarus.security.scopes import ALL_OPERATOR_SCOPES
 from homarus.security.token_store import load_or_create_token
+from homarus.sessions.keys import SessionKey
+from homarus.sessions.manager import SessionManager
+from homarus.sessions.store import Maintenance
 
 if TYPE_CHECKING:
     from homarus.gateway.connection import WSConnection
+    from homarus.gateway.router import MethodCall
+
+SessionRunStarter = Callable[["MethodCall", SessionKey, str], Awaitable[dict[str, Any]]]
 
 __all__ = ["Gateway", "GatewayOptions"]
 
@@ -84,12 +95,39 @@ class Gateway:
         limit = self.config.gateway.auth.rate_limit
         self.auth_limiter = FailureLimiter(limit.max_attempts, limit.window_ms / 1000, limit.lockout_ms / 1000)
         self.config_budget = SlidingWindowBudget(*self.options.config_write_budget)
+        self.session_subscribers: set[str] = set()
+        self.sessions = self._build_sessions()
+        self.lanes = LaneQueue(
+            {
+                "main": self.config.agents.defaults.max_concurrent,
+                "subagent": self.config.agents.defaults.subagents.max_concurrent,
+                "cron": 1,
+                "nested": 1,
+            }
+        )
+        self.dedupe = DedupeCache()
+        self.journal = RunJournal(paths.state_dir / "runs.sqlite")
+        #: set by the agent runtime: starts a run for sessions.create {message}
+        self.session_run_starter: SessionRunStarter | None = None
+        self.interrupted_runs: list[RunRecord] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._health_cache: tuple[float, dict[str, Any]] | None = None
         self._drained = asyncio.Event()
         from homarus.gateway.methods import register_core_methods  # composition, not a cycle dodge
 
         register_core_methods(self)
+
+    def _build_sessions(self) -> SessionManager:
+        cfg = self.config
+        m = cfg.session.maintenance
+        return SessionManager(
+            self.paths.state_dir,
+            agent_ids=cfg.agents.ids,
+            default_agent=cfg.agents.default_id,
+            main_key=cfg.session.main_key,
+            maintenance=Maintenance(m.mode, m.prune_after_ms, m.max_entries),
+            workspace=cfg.agents.defaults.workspace,
+        )
 
     # -- config and secrets ---------------------------------------------------------------
     @property
@@ -244,6 +282,7 @@ class Gateway:
     def detach(self, conn: WSConnection) -> None:
         self.connections.pop(conn.conn_id, None)
         self.bus.remove(conn.conn_id)
+        self.session_subscribers.discard(conn.conn_id)
         if self.presence.entries.pop(conn.conn_id, None) is not None:
             self._presence_changed()
         if not self.connections:
@@ -278,7 +317,29 @@ class Gateway:
 
     # -- lifecycle ----------------------------------------------------------------------
     async def startup(self) -> None:
+        self.interrupted_runs = await asyncio.to_thread(self._recover_runs)
         self._tasks.append(asyncio.create_task(self._tick_loop()))
+
+    def _recover_runs(self) -> list[RunRecord]:
+        """Runs the previous process accepted but never finished: mark them interrupted, visibly."""
+        interrupted = self.journal.recover()
+        for run in interrupted:
+            if run.session_key is None:
+                continue
+            try:
+                key = self.sessions.resolve_key(run.session_key)
+                self.sessions.update_entry(key, {"status": "interrupted", "abortedLastRun": True})
+            except HomarusError:
+                log.warning("interrupted run %s names an unusable session %s", run.run_id, run.session_key)
+            self.dedupe.put(
+                f"{run.kind}:{run.run_id}",
+                "interrupted",
+                ok=False,
+                error={"code": "UNAVAILABLE", "message": "interrupted by a gateway restart"},
+            )
+        if interrupted:
+            log.warning("%d accepted run(s) were interrupted by the last shutdown", len(interrupted))
+        return interrupted
 
     async def _tick_loop(self) -> None:
         while True:
@@ -290,6 +351,7 @@ class Gateway:
         if self.shutting_down:
             return
         self.shutting_down = True
+        self.lanes.drain()
         for task in self._tasks:
             task.cancel()
         self.bus.broadcast("shutdown", {"reason": reason, "restartExpectedMs": restart_expected_ms})
@@ -302,6 +364,7 @@ class Gateway:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        self.journal.close()
 
 
 def _presence_entry(info: ClientInfo) -> dict[str, Any]:

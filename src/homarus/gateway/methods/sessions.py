@@ -1,0 +1,276 @@
+"""`sessions.*` methods: list, get, preview, resolve, create, patch, reset, delete, subscribe.
+
+Store and transcript I/O blocks (fsync), so every handler runs it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from homarus.errors import InvalidRequest, NotFound
+from homarus.gateway.router import MethodCall, Params
+from homarus.security.scopes import ADMIN, READ, WRITE
+from homarus.sessions.entry import SessionPatch
+from homarus.sessions.keys import SessionKey
+from homarus.sessions.manager import SessionManager
+from homarus.sessions.views import preview_items, session_row, visible_messages
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["emit_session_changed", "register"]
+
+_Key = Field(min_length=1, max_length=512)
+
+
+class ListParams(Params):
+    limit: int | None = Field(default=None, ge=1, le=10_000)
+    active_minutes: int | None = Field(default=None, alias="activeMinutes", ge=1)
+    include_global: bool | None = Field(default=None, alias="includeGlobal")
+    include_unknown: bool | None = Field(default=None, alias="includeUnknown")
+    include_derived_titles: bool | None = Field(default=None, alias="includeDerivedTitles")
+    include_last_message: bool | None = Field(default=None, alias="includeLastMessage")
+    label: str | None = Field(default=None, max_length=100)
+    spawned_by: str | None = Field(default=None, alias="spawnedBy", max_length=512)
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
+    search: str | None = Field(default=None, max_length=200)
+
+
+class GetParams(Params):
+    key: str | None = _Key
+    session_key: str | None = Field(default=None, alias="sessionKey", min_length=1, max_length=512)
+    limit: int = Field(default=200, ge=1, le=1000)
+
+
+class PreviewParams(Params):
+    keys: list[str] = Field(min_length=1, max_length=64)
+    limit: int = Field(default=12, ge=1, le=200)
+    max_chars: int = Field(default=240, alias="maxChars", ge=20, le=100_000)
+
+
+class ResolveParams(Params):
+    key: str | None = Field(default=None, max_length=512)
+    session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
+    label: str | None = Field(default=None, max_length=100)
+
+
+class CreateParams(Params):
+    key: str | None = Field(default=None, max_length=512)
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
+    label: str | None = Field(default=None, max_length=100)
+    model: str | None = Field(default=None, max_length=200)
+    parent_session_key: str | None = Field(default=None, alias="parentSessionKey", max_length=512)
+    task: str | None = Field(default=None, max_length=100_000)
+    message: str | None = Field(default=None, max_length=1_000_000)
+
+
+class ResetParams(Params):
+    key: str = _Key
+    reason: str | None = Field(default=None, pattern="^(new|reset)$")
+
+
+class DeleteParams(Params):
+    key: str = _Key
+    delete_transcript: bool = Field(default=True, alias="deleteTranscript")
+    emit_lifecycle_hooks: bool | None = Field(default=None, alias="emitLifecycleHooks")
+
+
+def _mgr(call: MethodCall) -> SessionManager:
+    return call.gateway.sessions
+
+
+def emit_session_changed(gateway: Gateway, key: SessionKey, reason: str, **extra: Any) -> None:
+    """Tell `sessions.subscribe` connections that a session changed (targeted, no seq)."""
+    if not gateway.session_subscribers:
+        return
+    payload = {"sessionKey": key.canonical, "reason": reason, "ts": int(time.time() * 1000), **extra}
+    gateway.bus.send_to(list(gateway.session_subscribers), "sessions.changed", payload)
+
+
+async def sessions_list(call: MethodCall, p: ListParams) -> dict[str, Any]:
+    mgr = _mgr(call)
+    if p.agent_id is not None and p.agent_id not in mgr.agent_ids:
+        raise InvalidRequest(f'unknown agent id "{p.agent_id}"')
+
+    def collect() -> list[dict[str, Any]]:
+        now = int(time.time() * 1000)
+        rows = []
+        for agent_id, key_text, entry in mgr.all_entries(p.agent_id):
+            key = mgr.resolve_key(key_text)
+            if p.active_minutes and now - entry.updated_at > p.active_minutes * 60_000:
+                continue
+            if p.label is not None and entry.label != p.label:
+                continue
+            if p.spawned_by is not None and entry.spawned_by != p.spawned_by:
+                continue
+            if p.search:
+                needle = p.search.lower()
+                hay = " ".join(x for x in (key_text, entry.label, entry.display_name) if x).lower()
+                if needle not in hay:
+                    continue
+            last = None
+            if p.include_last_message:
+                view = mgr.transcript(agent_id, entry.session_id).read()
+                items = preview_items(view.entries, 1, 240)
+                last = items[0]["text"] if items else ""
+            rows.append(session_row(key, entry, last_message=last))
+            if p.limit and len(rows) >= p.limit:
+                break
+        return rows
+
+    rows = await asyncio.to_thread(collect)
+    cfg = call.gateway.config
+    return {
+        "ts": int(time.time() * 1000),
+        "path": str(mgr.store(p.agent_id or cfg.agents.default_id).path),
+        "count": len(rows),
+        "defaults": {"modelProvider": None, "model": None, "contextTokens": None},
+        "sessions": rows,
+    }
+
+
+async def sessions_get(call: MethodCall, p: GetParams) -> dict[str, Any]:
+    mgr = _mgr(call)
+    key = mgr.resolve_key(p.key or p.session_key)
+
+    def read() -> dict[str, Any]:
+        ref = mgr.require(key)
+        view = mgr.transcript_for(ref).read()
+        return {
+            "key": key.canonical,
+            "sessionId": ref.entry.session_id,
+            "messages": visible_messages(view.entries)[-p.limit :],
+        }
+
+    return await asyncio.to_thread(read)
+
+
+async def sessions_preview(call: MethodCall, p: PreviewParams) -> dict[str, Any]:
+    mgr = _mgr(call)
+
+    def read() -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for raw in p.keys:
+            try:
+                key = mgr.resolve_key(raw)
+                ref = mgr.get(key)
+                if ref is None:
+                    out.append({"key": key.canonical, "status": "missing", "items": []})
+                    continue
+                items = preview_items(mgr.transcript_for(ref).read().entries, p.limit, p.max_chars)
+                out.append({"key": key.canonical, "status": "ok" if items else "empty", "items": items})
+            except Exception as exc:  # one bad key must not hide the others' previews
+                out.append({"key": raw, "status": "error", "items": [], "error": str(exc)})
+        return out
+
+    return {"ts": int(time.time() * 1000), "previews": await asyncio.to_thread(read)}
+
+
+async def sessions_resolve(call: MethodCall, p: ResolveParams) -> dict[str, Any]:
+    mgr = _mgr(call)
+    if p.label is not None and p.key is None and p.session_key is None:
+        rows = await asyncio.to_thread(mgr.all_entries, p.agent_id)
+        for _agent, key_text, entry in rows:
+            if entry.label == p.label:
+                return {"ok": True, "key": key_text}
+        raise NotFound(f"no session with label {p.label!r}")
+    key = mgr.resolve_key(p.key or p.session_key, p.agent_id)
+    return {"ok": True, "key": key.canonical}
+
+
+async def sessions_create(call: MethodCall, p: CreateParams) -> dict[str, Any]:
+    mgr = _mgr(call)
+    agent = p.agent_id or call.gateway.config.agents.default_id
+    raw = p.key or f"agent:{agent}:dashboard:{uuid.uuid4()}"
+    key = mgr.resolve_key(raw, p.agent_id)
+    parent = mgr.resolve_key(p.parent_session_key).canonical if p.parent_session_key else None
+    ref = await asyncio.to_thread(
+        mgr.ensure,
+        key,
+        label=p.label,
+        parentSessionKey=parent,
+        modelOverride=p.model,
+    )
+    if ref.created:
+        emit_session_changed(call.gateway, key, "create", sessionId=ref.entry.session_id)
+    out = {
+        "ok": True,
+        "key": key.canonical,
+        "sessionId": ref.entry.session_id,
+        "entry": ref.entry.to_json(),
+        "created": ref.created,
+        "runStarted": False,
+    }
+    starter = call.gateway.session_run_starter
+    if starter is not None and (p.message or p.task):
+        out.update(await starter(call, key, p.message or p.task or ""))
+    return out
+
+
+async def sessions_patch(call: MethodCall, p: SessionPatch) -> dict[str, Any]:
+    mgr = _mgr(call)
+    key = mgr.resolve_key(p.key)
+    changes = p.changes()
+    if "model" in changes:  # a model choice is an override of the agent default
+        changes["modelOverride"] = changes.pop("model")
+    ref = await asyncio.to_thread(mgr.update_entry, key, changes)
+    emit_session_changed(call.gateway, key, "patch", fields=sorted(changes))
+    entry = ref.entry
+    return {
+        "ok": True,
+        "path": str(mgr.store(key.agent_id).path),
+        "key": key.canonical,
+        "entry": entry.to_json(),
+        "resolved": {
+            "modelProvider": entry.provider_override or entry.model_provider,
+            "model": entry.model_override or entry.model,
+        },
+    }
+
+
+async def sessions_reset(call: MethodCall, p: ResetParams) -> dict[str, Any]:
+    mgr = _mgr(call)
+    key = mgr.resolve_key(p.key)
+    ref, archived = await asyncio.to_thread(mgr.reset, key)
+    reason = p.reason or "reset"
+    emit_session_changed(call.gateway, key, reason, sessionId=ref.entry.session_id)
+    return {"ok": True, "key": key.canonical, "entry": ref.entry.to_json(), "archived": archived}
+
+
+async def sessions_delete(call: MethodCall, p: DeleteParams) -> dict[str, Any]:
+    mgr = _mgr(call)
+    key = mgr.resolve_key(p.key)
+    deleted, archived = await asyncio.to_thread(mgr.delete, key, delete_transcript=p.delete_transcript)
+    if deleted:
+        emit_session_changed(call.gateway, key, "delete")
+    return {"ok": True, "key": key.canonical, "deleted": deleted, "archived": archived}
+
+
+async def sessions_subscribe(call: MethodCall, p: Params) -> dict[str, Any]:
+    call.gateway.session_subscribers.add(call.client.conn_id)
+    return {"subscribed": True}
+
+
+async def sessions_unsubscribe(call: MethodCall, p: Params) -> dict[str, Any]:
+    call.gateway.session_subscribers.discard(call.client.conn_id)
+    return {"subscribed": False}
+
+
+def register(gateway: Gateway) -> None:
+    m = gateway.methods
+    m.register("sessions.list", sessions_list, scope=READ, params=ListParams)
+    m.register("sessions.get", sessions_get, scope=READ, params=GetParams, advertised=False)
+    m.register("sessions.preview", sessions_preview, scope=READ, params=PreviewParams)
+    m.register("sessions.resolve", sessions_resolve, scope=READ, params=ResolveParams, advertised=False)
+    m.register("sessions.subscribe", sessions_subscribe, scope=READ)
+    m.register("sessions.unsubscribe", sessions_unsubscribe, scope=READ)
+    m.register("sessions.create", sessions_create, scope=WRITE, params=CreateParams)
+    m.register("sessions.patch", sessions_patch, scope=ADMIN, params=SessionPatch)
+    m.register("sessions.reset", sessions_reset, scope=ADMIN, params=ResetParams)
+    m.register("sessions.delete", sessions_delete, scope=ADMIN, params=DeleteParams)

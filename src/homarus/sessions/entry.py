@@ -1,0 +1,96 @@
+"""The ``SessionEntry`` record of ``sessions.json`` and the patchable subset of it.
+
+Entries keep fields they do not know (``extra="allow"``): a store written by a newer Homarus, or
+imported from the original, survives a round trip. Patches are closed: an unknown field is an
+error, never silently stored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["PATCHABLE_FIELDS", "DeliveryContext", "SessionEntry", "SessionPatch"]
+
+
+class DeliveryContext(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    channel: str | None = None
+    to: str | None = None
+    account_id: str | None = Field(default=None, alias="accountId")
+    thread_id: str | None = Field(default=None, alias="threadId")
+
+
+class SessionEntry(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    session_id: str = Field(alias="sessionId", min_length=1)
+    updated_at: int = Field(alias="updatedAt")
+    created_at: int | None = Field(default=None, alias="createdAt")
+    session_file: str | None = Field(default=None, alias="sessionFile")
+    label: str | None = None
+    display_name: str | None = Field(default=None, alias="displayName")
+    status: Literal["running", "done", "failed", "killed", "timeout", "interrupted"] | None = None
+    model_override: str | None = Field(default=None, alias="modelOverride")
+    provider_override: str | None = Field(default=None, alias="providerOverride")
+    model: str | None = None
+    model_provider: str | None = Field(default=None, alias="modelProvider")
+    input_tokens: int | None = Field(default=None, alias="inputTokens")
+    output_tokens: int | None = Field(default=None, alias="outputTokens")
+    total_tokens: int | None = Field(default=None, alias="totalTokens")
+    context_tokens: int | None = Field(default=None, alias="contextTokens")
+    compaction_count: int | None = Field(default=None, alias="compactionCount")
+    delivery_context: DeliveryContext | None = Field(default=None, alias="deliveryContext")
+    spawned_by: str | None = Field(default=None, alias="spawnedBy")
+    spawn_depth: int | None = Field(default=None, alias="spawnDepth")
+    parent_session_key: str | None = Field(default=None, alias="parentSessionKey")
+    thinking_level: str | None = Field(default=None, alias="thinkingLevel")
+    verbose_level: str | None = Field(default=None, alias="verboseLevel")
+    send_policy: Literal["allow", "deny"] | None = Field(default=None, alias="sendPolicy")
+    started_at: int | None = Field(default=None, alias="startedAt")
+    ended_at: int | None = Field(default=None, alias="endedAt")
+    aborted_last_run: bool | None = Field(default=None, alias="abortedLastRun")
+    channel: str | None = None
+    chat_type: str | None = Field(default=None, alias="chatType")
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+_Level = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
+
+
+class SessionPatch(BaseModel):
+    """``sessions.patch`` fields; every one nullable (``null`` clears it)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    key: str = Field(min_length=1, max_length=512)
+    label: str | None = Field(default=None, max_length=100)
+    display_name: str | None = Field(default=None, alias="displayName", max_length=200)
+    thinking_level: _Level | None = Field(default=None, alias="thinkingLevel")
+    verbose_level: Literal["off", "on", "full"] | None = Field(default=None, alias="verboseLevel")
+    fast_mode: bool | None = Field(default=None, alias="fastMode")
+    reasoning_level: Literal["off", "on", "stream"] | None = Field(default=None, alias="reasoningLevel")
+    response_usage: Literal["off", "tokens", "full", "on"] | None = Field(default=None, alias="responseUsage")
+    elevated_level: Literal["off", "on", "ask", "full"] | None = Field(default=None, alias="elevatedLevel")
+    model: str | None = Field(default=None, max_length=200)
+    send_policy: Literal["allow", "deny"] | None = Field(default=None, alias="sendPolicy")
+    group_activation: Literal["mention", "always"] | None = Field(default=None, alias="groupActivation")
+    spawned_by: str | None = Field(default=None, alias="spawnedBy", max_length=512)
+    spawn_depth: int | None = Field(default=None, alias="spawnDepth", ge=0, le=16)
+
+    def changes(self) -> dict[str, Any]:
+        """Alias → value for the fields the caller actually sent (None = clear)."""
+        sent = self.model_fields_set - {"key"}
+        dumped = self.model_dump(by_alias=True)
+        out = {}
+        for name in sent:
+            alias = type(self).model_fields[name].alias or name
+            out[alias] = dumped[alias]
+        return out
+
+
+PATCHABLE_FIELDS = tuple((f.alias or n) for n, f in SessionPatch.model_fields.items() if n != "key")

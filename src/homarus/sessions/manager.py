@@ -1,0 +1,257 @@
+"""Sessions of every agent: resolve keys, create, patch, reset, delete, list, preview.
+
+Layout under the state dir (all files 0600, directories 0700)::
+
+    agents/<agentId>/sessions/sessions.json           key -> SessionEntry
+    agents/<agentId>/sessions/<sessionId>.jsonl       transcript
+    agents/<agentId>/sessions/<sessionId>.jsonl.reset.<ms>    after sessions.reset
+    agents/<agentId>/sessions/<sessionId>.jsonl.deleted.<ms>  after sessions.delete
+
+Blocking file I/O: the gateway calls these methods through ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from homarus.errors import InvalidRequest, NotFound
+from homarus.sessions.entry import SessionEntry
+from homarus.sessions.keys import SessionKey, parse_session_key
+from homarus.sessions.store import Entries, Maintenance, SessionStore
+from homarus.sessions.transcript import Transcript
+
+__all__ = ["SessionManager", "SessionRef", "now_ms"]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRef:
+    key: SessionKey
+    entry: SessionEntry
+    created: bool = False
+
+    @property
+    def agent_id(self) -> str:
+        return self.key.agent_id
+
+
+class SessionManager:
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        agent_ids: Iterable[str] = ("main",),
+        default_agent: str = "main",
+        main_key: str = "main",
+        maintenance: Maintenance | None = None,
+        workspace: str | None = None,
+    ) -> None:
+        self.state_dir = state_dir
+        self.agent_ids = tuple(agent_ids)
+        self.default_agent = default_agent
+        self.main_key = main_key
+        self.maintenance = maintenance or Maintenance()
+        self.workspace = workspace
+        self._stores: dict[str, SessionStore] = {}
+        self._transcripts: dict[Path, Transcript] = {}
+
+    # -- paths and handles --------------------------------------------------------------
+    def sessions_dir(self, agent_id: str) -> Path:
+        return self.state_dir / "agents" / agent_id / "sessions"
+
+    def store(self, agent_id: str) -> SessionStore:
+        store = self._stores.get(agent_id)
+        if store is None:
+            store = SessionStore(self.sessions_dir(agent_id) / "sessions.json", maintenance=self.maintenance)
+            self._stores[agent_id] = store
+        return store
+
+    def transcript(self, agent_id: str, session_id: str) -> Transcript:
+        path = self.sessions_dir(agent_id) / f"{session_id}.jsonl"
+        t = self._transcripts.get(path)
+        if t is None:
+            t = self._transcripts[path] = Transcript(path)
+        return t
+
+    def transcript_for(self, ref: SessionRef) -> Transcript:
+        return self.transcript(ref.agent_id, ref.entry.session_id)
+
+    # -- keys -----------------------------------------------------------------------------
+    def resolve_key(self, raw: str | None, agent_id: str | None = None) -> SessionKey:
+        agent = agent_id or self.default_agent
+        if agent_id is not None and agent_id not in self.agent_ids:
+            raise InvalidRequest(f'unknown agent id "{agent_id}"')
+        key = parse_session_key(raw, agent_id=agent, main_key=self.main_key)
+        if key.agent_id and key.agent_id not in self.agent_ids:
+            raise InvalidRequest(f'unknown agent id "{key.agent_id}"')
+        if agent_id is not None and key.agent_id and key.agent_id != agent_id:
+            raise InvalidRequest(f'session key "{key}" belongs to agent "{key.agent_id}", not "{agent_id}"')
+        return key
+
+    def main_session_key(self, agent_id: str | None = None) -> SessionKey:
+        return self.resolve_key(None, agent_id)
+
+    def _store_for(self, key: SessionKey) -> SessionStore:
+        if not key.agent_id:
+            raise InvalidRequest(f'session key "{key}" is not bound to an agent')
+        return self.store(key.agent_id)
+
+    # -- reads ----------------------------------------------------------------------------
+    def get(self, key: SessionKey) -> SessionRef | None:
+        entry = self._store_for(key).get(key.canonical)
+        return SessionRef(key, entry) if entry is not None else None
+
+    def require(self, key: SessionKey) -> SessionRef:
+        ref = self.get(key)
+        if ref is None:
+            raise NotFound(f"session not found: {key}")
+        return ref
+
+    def all_entries(self, agent_id: str | None = None) -> list[tuple[str, str, SessionEntry]]:
+        """(agentId, key, entry) for every session, newest first."""
+        agents = [agent_id] if agent_id else list(self.agent_ids)
+        rows = [(a, k, e) for a in agents for k, e in self.store(a).entries().items()]
+        rows.sort(key=lambda r: r[2].updated_at, reverse=True)
+        return rows
+
+    # -- writes ---------------------------------------------------------------------------
+    def ensure(self, key: SessionKey, *, label: str | None = None, **fields: Any) -> SessionRef:
+        """The session for ``key``, created (entry + transcript header) if it does not exist."""
+        store = self._store_for(key)
+        created = False
+
+        def change(entries: Entries) -> dict[str, Any]:
+            nonlocal created
+            existing = entries.get(key.canonical)
+            if existing is not None:
+                return existing
+            created = True
+            ts = now_ms()
+            session_id = str(uuid.uuid4())
+            entry: dict[str, Any] = {
+                "sessionId": session_id,
+                "createdAt": ts,
+                "updatedAt": ts,
+                "sessionFile": f"{session_id}.jsonl",
+            }
+            if label is not None:
+                entry["label"] = label
+            entry.update({k: v for k, v in fields.items() if v is not None})
+            SessionEntry.model_validate(entry)
+            entries[key.canonical] = entry
+            return entry
+
+        raw = store.update(change)
+        entry = SessionEntry.model_validate(raw)
+        transcript = self.transcript(key.agent_id, entry.session_id)
+        if not transcript.exists():
+            transcript.create(entry.session_id, cwd=self.workspace)
+        return SessionRef(key, entry, created)
+
+    def update_entry(self, key: SessionKey, changes: dict[str, Any], *, create: bool = False) -> SessionRef:
+        """Merge ``changes`` (alias → value, None = remove) into the entry; bumps updatedAt."""
+        if create:
+            self.ensure(key)
+        store = self._store_for(key)
+
+        def change(entries: Entries) -> dict[str, Any]:
+            current = entries.get(key.canonical)
+            if current is None:
+                raise NotFound(f"session not found: {key}")
+            merged = dict(current)
+            for name, value in changes.items():
+                if value is None:
+                    merged.pop(name, None)
+                else:
+                    merged[name] = value
+            merged["updatedAt"] = max(now_ms(), int(current.get("updatedAt", 0)))
+            SessionEntry.model_validate(merged)  # never store an entry we could not read back
+            entries[key.canonical] = merged
+            return merged
+
+        return SessionRef(key, SessionEntry.model_validate(store.update(change)))
+
+    def reset(self, key: SessionKey) -> tuple[SessionRef, str | None]:
+        """New sessionId for ``key``; the old transcript is archived. Returns (ref, archived path)."""
+        store = self._store_for(key)
+        old_id: str | None = None
+
+        def change(entries: Entries) -> dict[str, Any]:
+            nonlocal old_id
+            current = entries.get(key.canonical)
+            if current is None:
+                raise NotFound(f"session not found: {key}")
+            old_id = current["sessionId"]
+            ts = now_ms()
+            session_id = str(uuid.uuid4())
+            fresh = {k: v for k, v in current.items() if k in _KEPT_ON_RESET}
+            fresh.update(sessionId=session_id, sessionFile=f"{session_id}.jsonl", createdAt=ts, updatedAt=ts)
+            entries[key.canonical] = fresh
+            return fresh
+
+        entry = SessionEntry.model_validate(store.update(change))
+        archived = self._archive(key.agent_id, old_id, "reset") if old_id else None
+        self.transcript(key.agent_id, entry.session_id).create(entry.session_id, cwd=self.workspace)
+        return SessionRef(key, entry), archived
+
+    def delete(self, key: SessionKey, *, delete_transcript: bool = True) -> tuple[bool, list[str]]:
+        if key == self.main_session_key(key.agent_id or None):
+            raise InvalidRequest(f"Cannot delete the main session ({key}).")
+        store = self._store_for(key)
+        removed: dict[str, Any] | None = None
+
+        def change(entries: Entries) -> None:
+            nonlocal removed
+            removed = entries.pop(key.canonical, None)
+
+        store.update(change)
+        if removed is None:
+            return False, []
+        archived: list[str] = []
+        if delete_transcript and (path := self._archive(key.agent_id, removed["sessionId"], "deleted")):
+            archived.append(path)
+        return True, archived
+
+    def _archive(self, agent_id: str, session_id: str, suffix: str) -> str | None:
+        path = self.sessions_dir(agent_id) / f"{session_id}.jsonl"
+        target = path.with_name(f"{path.name}.{suffix}.{now_ms()}")
+        try:
+            os.replace(path, target)
+        except FileNotFoundError:
+            return None
+        self._transcripts.pop(path, None)
+        return str(target)
+
+
+# fields a reset keeps: who the session is and how it is configured, not what it did
+_KEPT_ON_RESET = frozenset(
+    {
+        "label",
+        "displayName",
+        "thinkingLevel",
+        "verboseLevel",
+        "fastMode",
+        "reasoningLevel",
+        "responseUsage",
+        "elevatedLevel",
+        "modelOverride",
+        "providerOverride",
+        "sendPolicy",
+        "groupActivation",
+        "deliveryContext",
+        "spawnedBy",
+        "spawnDepth",
+        "parentSessionKey",
+        "channel",
+        "chatType",
+    }
+)

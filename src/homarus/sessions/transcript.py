@@ -1,0 +1,255 @@
+"""Per-session JSONL transcripts: a version-3 header line, then entries linked by id/parentId.
+
+Appends are validated first (shape, and a tool result must answer a tool call already in the
+file), then written as one ``write`` of whole lines and fsynced, under the file's lock. A
+crash can leave at most a torn last line; readers ignore it and the next append moves it to a
+``.torn.<ts>`` sidecar before writing, so no acknowledged line is ever lost or glued to garbage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from homarus.errors import InvalidRequest, RuntimeFailure
+from homarus.fs import ensure_private_dir
+from homarus.locking import file_lock
+from homarus.sessions.transcript_schema import CURRENT_VERSION, ENTRY_ADAPTER
+
+__all__ = ["Transcript", "TranscriptView", "TranscriptWriteError", "iso_now"]
+
+
+class TranscriptWriteError(RuntimeFailure):
+    """The disk refused the write (full, read-only...); the file is left as it was."""
+
+
+def iso_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass(slots=True)
+class TranscriptView:
+    header: dict[str, Any] | None
+    entries: list[dict[str, Any]]
+    #: bytes after the last newline (a write cut short by a crash), if any
+    torn_tail: bytes = b""
+    #: 1-based numbers of complete lines that did not parse (should never happen)
+    bad_lines: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _State:
+    """What appends need to know, cached per file and refreshed when its size changes."""
+
+    size: int
+    clean_size: int
+    last_id: str | None
+    ids: set[str]
+    open_tool_calls: set[str]
+    answered: set[str]
+
+
+class Transcript:
+    """One ``<sessionId>.jsonl``. Methods block on file I/O: call them from a worker thread."""
+
+    def __init__(self, path: Path, *, lock_timeout: float = 10.0) -> None:
+        self.path = path
+        self.lock_timeout = lock_timeout
+        self._state: _State | None = None
+
+    # -- reading ------------------------------------------------------------------------
+    def read(self) -> TranscriptView:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return TranscriptView(None, [])
+        return _parse(data)
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    # -- writing ------------------------------------------------------------------------
+    def create(self, session_id: str, *, cwd: str | None = None, parent_session: str | None = None) -> None:
+        """Write the header line; an existing file is left alone."""
+        header: dict[str, Any] = {
+            "type": "session",
+            "version": CURRENT_VERSION,
+            "id": session_id,
+            "timestamp": iso_now(),
+            "cwd": cwd or "",
+        }
+        if parent_session:
+            header["parentSession"] = parent_session
+        ensure_private_dir(self.path.parent)
+        try:
+            fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            return
+        try:
+            _write_all(fd, orjson.dumps(header) + b"\n")
+            os.fsync(fd)
+        except OSError as exc:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            raise TranscriptWriteError(f"cannot create transcript {self.path.name}: {exc.strerror}") from None
+        os.close(fd)
+
+    def append(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """Validate and durably append one entry; returns it with id, parentId and timestamp set."""
+        return self.append_many([entry])[0]
+
+    def append_many(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Append several entries in one write (all or none)."""
+        with file_lock(self.path, timeout=self.lock_timeout):
+            state = self._load_state()
+            if state.size == 0:
+                raise InvalidRequest(f"transcript {self.path.name} does not exist; create it first")
+            if state.clean_size < state.size:
+                self._set_aside_torn_tail(state)
+            try:
+                staged = [self._prepare(e, state) for e in entries]
+                blob = b"".join(orjson.dumps(e) + b"\n" for e in staged)
+                self._write(blob, state)
+            except BaseException:
+                self._state = None  # staging touched the cache; rebuild it from the file next time
+                raise
+            state.size += len(blob)
+            state.clean_size = state.size
+            return staged
+
+    def _prepare(self, raw: dict[str, Any], state: _State) -> dict[str, Any]:
+        entry = dict(raw)
+        entry.setdefault("timestamp", iso_now())
+        if entry.get("id") is None:
+            entry["id"] = _new_id(state.ids)
+        elif entry["id"] in state.ids:
+            raise InvalidRequest(f"duplicate transcript entry id {entry['id']!r}")
+        if "parentId" not in entry:
+            entry["parentId"] = state.last_id
+        elif entry["parentId"] is not None and entry["parentId"] not in state.ids:
+            raise InvalidRequest(f"parentId {entry['parentId']!r} is not an entry of this transcript")
+        try:
+            ENTRY_ADAPTER.validate_python(entry)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise InvalidRequest(f"invalid transcript entry at {where}: {first['msg']}") from None
+        message = entry.get("message") if entry.get("type") == "message" else None
+        if isinstance(message, dict) and message.get("role") == "toolResult":
+            call_id = message["toolCallId"]
+            if call_id not in state.open_tool_calls:
+                why = "was already answered" if call_id in state.answered else "has no matching tool call"
+                raise InvalidRequest(f"tool result for {call_id!r} {why}")
+        # track at once so a batch can answer a tool call it also contains
+        _track(state, entry)
+        return entry
+
+    def _write(self, blob: bytes, state: _State) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            _write_all(fd, blob)
+            os.fsync(fd)
+        except OSError as exc:
+            # leave the file exactly as it was: cut whatever part of this write landed
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, state.size)
+            self._state = None
+            raise TranscriptWriteError(f"cannot append to transcript {self.path.name}: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+
+    def _set_aside_torn_tail(self, state: _State) -> None:
+        with open(self.path, "rb+") as f:
+            f.seek(state.clean_size)
+            tail = f.read()
+            sidecar = self.path.with_name(f"{self.path.name}.torn.{int(time.time() * 1000)}")
+            fd = os.open(sidecar, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600)
+            try:
+                _write_all(fd, tail)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            f.truncate(state.clean_size)
+            f.flush()
+            os.fsync(f.fileno())
+        state.size = state.clean_size
+
+    def _load_state(self) -> _State:
+        try:
+            size = self.path.stat().st_size
+        except FileNotFoundError:
+            return _State(0, 0, None, set(), set(), set())
+        if self._state is not None and self._state.size == size:
+            return self._state
+        view = _parse(self.path.read_bytes())
+        state = _State(size, size - len(view.torn_tail), None, set(), set(), set())
+        for entry in view.entries:
+            _track(state, entry)
+        self._state = state
+        return state
+
+
+def _track(state: _State, entry: dict[str, Any]) -> None:
+    entry_id = entry.get("id")
+    if isinstance(entry_id, str):
+        state.ids.add(entry_id)
+        state.last_id = entry_id
+    message = entry.get("message") if entry.get("type") == "message" else None
+    if not isinstance(message, dict):
+        return
+    if message.get("role") == "assistant" and isinstance(message.get("content"), list):
+        for block in message["content"]:
+            if isinstance(block, dict) and block.get("type") == "toolCall" and isinstance(block.get("id"), str):
+                state.open_tool_calls.add(block["id"])
+    elif message.get("role") == "toolResult":
+        call_id = message.get("toolCallId")
+        if isinstance(call_id, str):
+            state.open_tool_calls.discard(call_id)
+            state.answered.add(call_id)
+
+
+def _parse(data: bytes) -> TranscriptView:
+    cut = data.rfind(b"\n") + 1
+    body, tail = data[:cut], data[cut:]
+    header: dict[str, Any] | None = None
+    entries: list[dict[str, Any]] = []
+    bad: list[int] = []
+    for number, line in enumerate(body.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            bad.append(number)
+            continue
+        if not isinstance(obj, dict):
+            bad.append(number)
+        elif number == 1 and obj.get("type") == "session":
+            header = obj
+        else:
+            entries.append(obj)
+    return TranscriptView(header, entries, tail, bad)
+
+
+def _new_id(taken: set[str]) -> str:
+    while True:
+        candidate = secrets.token_hex(4)
+        if candidate not in taken:
+            return candidate
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
