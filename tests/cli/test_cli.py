@@ -578,6 +578,16 @@ def test_run_fails_fast_on_bad_config(tmp_path: Path, text: str, needles: list[s
     assert not (state / "gateway.token").exists()
 
 
+def test_missing_env_var_message_is_exact(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    path = write_config(state, '{gateway: {auth: {token: "${HOMARUS_CLI_TEST_MISSING_VAR}"}}}')
+    result = run_cli(scrubbed_env(state), "config", "validate")
+    assert result.returncode == 1
+    assert result.stderr == (
+        f"homarus: {path}: at gateway.auth.token: environment variable HOMARUS_CLI_TEST_MISSING_VAR is not set\n"
+    )
+
+
 def test_bad_config_named_by_homarus_config(tmp_path: Path) -> None:
     path = tmp_path / "elsewhere" / "custom.json5"
     path.parent.mkdir()

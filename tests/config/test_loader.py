@@ -106,7 +106,10 @@ def test_json5_comments_trailing_commas_unquoted_keys(paths: StatePaths) -> None
     assert loaded.exists is True
     assert loaded.raw == text
     assert loaded.hash == hashlib.sha256(text.encode()).hexdigest()
-    assert loaded.parsed == {"gateway": {"port": 19000, "bind": "lan"}, "agents": {"list": [{"id": "work", "default": True}]}}
+    assert loaded.parsed == {
+        "gateway": {"port": 19000, "bind": "lan"},
+        "agents": {"list": [{"id": "work", "default": True}]},
+    }
     assert loaded.config.gateway.port == 19000
     assert loaded.config.gateway.bind == "lan"
     assert loaded.config.agents.default_id == "work"

@@ -19,7 +19,6 @@ def test_sentinel_value() -> None:
         "token",
         "Token",
         "TOKEN",
-        "tokens",
         "bootstrapToken",
         "password",
         "passwords",
@@ -41,7 +40,22 @@ def test_sensitive_keys(key: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "key", ["port", "tokenizer", "passwordFile", "secretRef", "apiKeyEnv", "mode", "id", "name", "keys", ""]
+    "key",
+    [
+        "port",
+        "tokenizer",
+        "passwordFile",
+        "secretRef",
+        "apiKeyEnv",
+        "mode",
+        "id",
+        "name",
+        "keys",
+        "",
+        "tokens",
+        "maxTokens",
+        "contextTokens",
+    ],
 )
 def test_non_sensitive_keys(key: str) -> None:
     assert is_sensitive_key(key) is False
@@ -70,7 +84,7 @@ def test_redact_recurses_into_sensitive_dict() -> None:
 
 
 def test_redact_non_string_secret_values() -> None:
-    assert redact({"tokens": ["a", "b"], "secret": 12345}) == {"tokens": REDACTED, "secret": REDACTED}
+    assert redact({"apiKey": ["a", "b"], "secret": 12345}) == {"apiKey": REDACTED, "secret": REDACTED}
 
 
 def test_redact_does_not_mutate() -> None:
@@ -91,7 +105,9 @@ def test_redact_scalars_and_plain_lists(value: Any) -> None:
 def test_restore_puts_current_secret_back() -> None:
     current = {"gateway": {"auth": {"token": "real-token-1", "mode": "token"}, "port": 1}}
     new = {"gateway": {"auth": {"token": REDACTED, "mode": "password"}, "port": 2}}
-    assert restore_redacted(new, current) == {"gateway": {"auth": {"token": "real-token-1", "mode": "password"}, "port": 2}}
+    assert restore_redacted(new, current) == {
+        "gateway": {"auth": {"token": "real-token-1", "mode": "password"}, "port": 2}
+    }
 
 
 def test_restore_keeps_new_secret_when_changed() -> None:
@@ -107,7 +123,9 @@ def test_restore_drops_sentinel_with_nothing_to_restore() -> None:
 
 def test_restore_in_lists_by_position() -> None:
     current = {"providers": [{"id": "a", "apiKey": "k-a"}, {"id": "b", "apiKey": "k-b"}]}
-    new = {"providers": [{"id": "a", "apiKey": REDACTED}, {"id": "b", "apiKey": REDACTED}, {"id": "c", "apiKey": REDACTED}]}
+    new = {
+        "providers": [{"id": "a", "apiKey": REDACTED}, {"id": "b", "apiKey": REDACTED}, {"id": "c", "apiKey": REDACTED}]
+    }
     assert restore_redacted(new, current) == {
         "providers": [{"id": "a", "apiKey": "k-a"}, {"id": "b", "apiKey": "k-b"}, {"id": "c"}]
     }

@@ -194,3 +194,4 @@ async def test_node_role_cannot_call_operator_methods(gw: RunningGateway) -> Non
     )
     assert (await node.request("health"))["ok"]
     assert (await node.request("status"))["error"]["message"] == "unauthorized role: node"
+    assert (await node.request("no.such"))["error"]["message"] == "unauthorized role: node"

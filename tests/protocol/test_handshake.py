@@ -275,7 +275,9 @@ def test_f_negotiation(lo: int, hi: int, expected: int) -> None:
     assert pending(fresh(), req(p=params(minProtocol=lo, maxProtocol=hi))).protocol == expected
 
 
-@pytest.mark.parametrize(("lo", "hi", "expected"), [(3, 3, 3), (3, 4, 3), (4, 4, 4), (2, 5, 3), (5, 6, None), (4, 3, None)])
+@pytest.mark.parametrize(
+    ("lo", "hi", "expected"), [(3, 3, 3), (3, 4, 3), (4, 4, 4), (2, 5, 3), (5, 6, None), (4, 3, None)]
+)
 def test_negotiate_function(lo: int, hi: int, expected: int | None) -> None:
     assert negotiate(lo, hi) == expected
 

@@ -72,8 +72,9 @@ class LoadedConfig:
 
     path: Path
     exists: bool
-    raw: str | None
-    parsed: dict[str, Any] | None
+    # the raw text and parsed data hold secrets in clear: keep them out of repr() and logs
+    raw: str | None = field(repr=False)
+    parsed: dict[str, Any] | None = field(repr=False)
     config: HomarusConfig
     hash: str | None
     env_overrides: tuple[str, ...] = field(default=())

@@ -8,7 +8,8 @@ from typing import Any
 __all__ = ["REDACTED", "is_sensitive_key", "redact", "redact_text", "restore_redacted"]
 
 REDACTED = "__HOMARUS_REDACTED__"
-_SENSITIVE = re.compile(r"(?i)(token|password|secret|api[_-]?key|private[_-]?key|credential)s?$")
+# "token" but not "tokens": maxTokens / contextTokens are counts, not secrets
+_SENSITIVE = re.compile(r"(?i)(token|(password|passphrase|secret|api[_-]?key|private[_-]?key|credential)s?)$")
 
 
 def is_sensitive_key(key: str) -> bool:

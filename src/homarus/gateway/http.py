@@ -78,7 +78,9 @@ def _probes(gateway: Gateway) -> list[Route]:
 async def _http_exception(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
-        return PlainTextResponse("Method Not Allowed", status_code=405, headers=exc.headers)
+        # Starlette builds Allow from a set; answer in a stable order (e.g. "GET, HEAD")
+        allowed = sorted(m.strip() for m in (exc.headers or {}).get("Allow", "").split(",") if m.strip())
+        return PlainTextResponse("Method Not Allowed", status_code=405, headers={"Allow": ", ".join(allowed)})
     if exc.status_code == 404:
         return PlainTextResponse("Not Found", status_code=404)
     return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)

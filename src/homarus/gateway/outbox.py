@@ -27,7 +27,7 @@ class Outbox:
         self.dropped = 0
         self.close_code: int | None = None
         self.close_reason = ""
-        self._queue: deque[str] = deque()
+        self._queue: deque[tuple[str, int]] = deque()
         self._wake = asyncio.Event()
 
     @property
@@ -38,14 +38,16 @@ class Outbox:
         """Queue one frame; False when it was dropped or the connection is closing."""
         if self.close_code is not None:
             return False
-        size = len(text)
-        if self.queued_bytes + size > self.max_bytes:
+        size = len(text) if text.isascii() else len(text.encode("utf-8"))
+        # A lone frame bigger than the budget still goes out when nothing is queued: the budget
+        # measures a client falling behind, not the size of one answer.
+        if self.queued_bytes and self.queued_bytes + size > self.max_bytes:
             if droppable:
                 self.dropped += 1
                 return False
             self.close(CloseCode.POLICY_VIOLATION, "slow consumer", discard=True)
             return False
-        self._queue.append(text)
+        self._queue.append((text, size))
         self.queued_bytes += size
         self._wake.set()
         return True
@@ -65,8 +67,8 @@ class Outbox:
         """Writer loop: drain the queue into ``send`` until closed."""
         while True:
             while self._queue:
-                text = self._queue.popleft()
-                self.queued_bytes -= len(text)
+                text, size = self._queue.popleft()
+                self.queued_bytes -= size
                 await send({"type": "websocket.send", "text": text})
             if self.close_code is not None:
                 await send({"type": "websocket.close", "code": self.close_code, "reason": self.close_reason})

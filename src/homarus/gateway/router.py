@@ -125,7 +125,8 @@ class MethodRegistry:
         spec = self._specs.get(call.method)
         client = call.client
         if call.method != "health":
-            if spec is not None and client.role not in spec.roles:
+            roles = spec.roles if spec is not None else ("operator",)
+            if client.role not in roles:
                 raise InvalidRequest(f"unauthorized role: {client.role}")
             if client.role == "operator":
                 require_scope(call.method, spec.scope if spec else None, client.scopes)
