@@ -472,13 +472,13 @@ def load_multiprocess(
         )
         for s, t in zip(per_proc_sockets, per_proc_total, strict=True)
     ]
-    for w in workers:
-        w.start()
+    collected: list[dict[str, Any]] = []
     try:
+        for w in workers:
+            w.start()
         barrier.wait(60)
         machine0 = machine_cpu_seconds()
         cpu0 = gw.cpu_seconds()
-        collected: list[dict[str, Any]] = []
         for _ in workers:
             status, value = results.get(timeout=max_seconds + 60)
             if status != "ok":
@@ -487,10 +487,13 @@ def load_multiprocess(
         server_cpu = gw.cpu_seconds() - cpu0
         machine1 = machine_cpu_seconds()
     finally:
+        finished = len(collected) == len(workers)
         for w in workers:
+            if not finished and w.is_alive():
+                w.terminate()  # interrupted or failed: do not wait for the load to run out
             w.join(timeout=10)
             if w.is_alive():
-                w.terminate()
+                w.kill()
                 w.join(timeout=5)
     wall = max(r["ended"] for r in collected) - min(r["started"] for r in collected)
     return load_summary(

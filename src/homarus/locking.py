@@ -144,10 +144,27 @@ def file_lock(path: Path, *, timeout: float = 10.0, stale_after: float = 30.0) -
 
 def _acquire(lock_path: Path, deadline: float, stale_after: float) -> None:
     body = json.dumps({"pid": os.getpid(), "starttime": _MY_START, "host": _HOST, "createdAt": time.time()}).encode()
+    # The lock appears with its content in one step (write a private temp file, then link(2) it to
+    # the lock name, which fails if the name exists): a writer killed mid-way never leaves an
+    # empty lock that waiters would have to treat as "maybe still being written".
+    tmp = lock_path.with_name(f"{lock_path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+    try:
+        os.write(fd, body)
+    finally:
+        os.close(fd)
+    try:
+        _link_loop(tmp, lock_path, deadline, stale_after)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+def _link_loop(tmp: Path, lock_path: Path, deadline: float, stale_after: float) -> None:
     delay = 0.001
     while True:
         try:
-            fd = os.open(lock_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+            os.link(tmp, lock_path)
         except FileExistsError:
             if _break_if_stale(lock_path, stale_after):
                 continue
@@ -158,17 +175,14 @@ def _acquire(lock_path: Path, deadline: float, stale_after: float) -> None:
             time.sleep(delay)
             delay = min(delay * 2, 0.05)
             continue
-        try:
-            os.write(fd, body)
-        finally:
-            os.close(fd)
         return
 
 
 def _break_if_stale(lock_path: Path, stale_after: float) -> bool:
     """Remove the lock if its owner is gone; True when removed (or already gone)."""
     info = read_lock_info(lock_path)
-    if info is not None and info.owner_alive():
+    # another host's owner cannot be checked: it counts as alive only until the lock is stale
+    if info is not None and info.owner_alive() and (info.host == _HOST or time.time() - info.created_at < stale_after):
         return False
     if info is None:
         try:
@@ -187,6 +201,11 @@ def _break_if_stale(lock_path: Path, stale_after: float) -> bool:
             return again is None and not lock_path.exists()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(lock_path)
+        if info is not None and not info.owner_alive():
+            # the dead owner may also have left the temp file it was linking from
+            for leftover in lock_path.parent.glob(f"{lock_path.name}.{info.pid}.*.tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    leftover.unlink()
         return True
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)

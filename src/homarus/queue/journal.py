@@ -11,6 +11,7 @@ returns the stored record instead of creating another run.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sqlite3
@@ -145,15 +146,17 @@ class RunJournal:
 
     def recover(self, reason: str = "gateway restarted") -> list[RunRecord]:
         """Mark every run the previous process left unfinished as interrupted; return them."""
+        ended = _now_ms()
+        error = {"reason": reason}
         with self._lock:
             rows = self._db.execute(
                 "SELECT * FROM runs WHERE status IN ('accepted','running') ORDER BY accepted_at"
             ).fetchall()
             self._db.execute(
                 "UPDATE runs SET status='interrupted', ended_at=?, error=? WHERE status IN ('accepted','running')",
-                (_now_ms(), json.dumps({"reason": reason})),
+                (ended, json.dumps(error)),
             )
-        return [_record(r) for r in rows]
+        return [dataclasses.replace(_record(r), status="interrupted", ended_at=ended, error=error) for r in rows]
 
     def by_session(self, session_key: str, limit: int = 20) -> list[RunRecord]:
         with self._lock:

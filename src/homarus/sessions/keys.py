@@ -9,6 +9,7 @@ characters.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -76,7 +77,7 @@ class SessionKey:
 
     @property
     def subagent_depth(self) -> int:
-        return f":{self.rest}:".count(":subagent:")
+        return self.parts.count("subagent")
 
     @property
     def thread_id(self) -> str | None:
@@ -121,16 +122,21 @@ def parse_session_key(raw: str | None, *, agent_id: str = "main", main_key: str 
     if key in ("", "main"):
         return main_session_key(agent_id, main_key)
     if _BAD_CHARS.search(key):
-        raise InvalidRequest(f"malformed session key {raw!r}: whitespace or control characters")
+        raise InvalidRequest(f"malformed session key {_quoted(raw)}: whitespace or control characters")
     if key in SENTINELS:
         return SessionKey("", key)
     if key.startswith("agent:"):
         parts = key.split(":")
         if len(parts) < 3 or any(p == "" for p in parts):
-            raise InvalidRequest(f'malformed session key "{raw}"')
+            raise InvalidRequest(f"malformed session key {_quoted(raw)}")
         if not AGENT_ID_RE.match(parts[1]):
-            raise InvalidRequest(f'malformed session key "{raw}": invalid agent id {parts[1]!r}')
+            raise InvalidRequest(f"malformed session key {_quoted(raw)}: invalid agent id {_quoted(parts[1])}")
         return SessionKey(parts[1], ":".join(parts[2:]))
     if any(p == "" for p in key.split(":")):
-        raise InvalidRequest(f'malformed session key "{raw}": empty segment')
+        raise InvalidRequest(f"malformed session key {_quoted(raw)}: empty segment")
     return SessionKey(normalize_agent_id(agent_id), key)
+
+
+def _quoted(text: str) -> str:
+    """Double-quoted with control characters escaped: safe to echo into messages and logs."""
+    return json.dumps(text)

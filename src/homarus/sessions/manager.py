@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from homarus.errors import InvalidRequest, NotFound
 from homarus.sessions.entry import SessionEntry
 from homarus.sessions.keys import SessionKey, parse_session_key
@@ -146,7 +148,7 @@ class SessionManager:
             if label is not None:
                 entry["label"] = label
             entry.update({k: v for k, v in fields.items() if v is not None})
-            SessionEntry.model_validate(entry)
+            _check_entry(entry)
             entries[key.canonical] = entry
             return entry
 
@@ -174,7 +176,7 @@ class SessionManager:
                 else:
                     merged[name] = value
             merged["updatedAt"] = max(now_ms(), int(current.get("updatedAt", 0)))
-            SessionEntry.model_validate(merged)  # never store an entry we could not read back
+            _check_entry(merged)  # never store an entry we could not read back
             entries[key.canonical] = merged
             return merged
 
@@ -255,3 +257,12 @@ _KEPT_ON_RESET = frozenset(
         "chatType",
     }
 )
+
+
+def _check_entry(raw: dict[str, Any]) -> None:
+    try:
+        SessionEntry.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "entry"
+        raise InvalidRequest(f"invalid session field {where}: {first['msg']}") from None

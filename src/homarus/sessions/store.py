@@ -91,7 +91,7 @@ class SessionStore:
     def _maintain(self, entries: Entries) -> None:
         m = self.maintenance
         now = int(time.time() * 1000)
-        stale = [k for k, v in entries.items() if now - int(v.get("updatedAt", now)) > m.prune_after_ms]
+        stale = [k for k, v in entries.items() if now - _updated_at(v, now) > m.prune_after_ms]
         excess = max(0, len(entries) - len(stale) - m.max_entries)
         if not stale and excess == 0:
             return
@@ -107,10 +107,11 @@ class SessionStore:
             if not key.endswith(":main"):
                 entries.pop(key, None)
         if len(entries) > m.max_entries:
-            oldest = sorted(entries, key=lambda k: int(entries[k].get("updatedAt", 0)))
+            # main sessions are never pruned, so the excess comes out of the others, oldest first
+            prunable = [k for k in entries if not k.endswith(":main")]
+            oldest = sorted(prunable, key=lambda k: _updated_at(entries[k], 0))
             for key in oldest[: len(entries) - m.max_entries]:
-                if not key.endswith(":main"):
-                    entries.pop(key, None)
+                entries.pop(key, None)
 
 
 def _entry(key: str, raw: dict[str, Any]) -> SessionEntry:
@@ -118,3 +119,8 @@ def _entry(key: str, raw: dict[str, Any]) -> SessionEntry:
         return SessionEntry.model_validate(raw)
     except ValidationError as exc:
         raise StoreCorrupt(f"session entry {key!r} is invalid: {exc.errors()[0]['msg']}") from None
+
+
+def _updated_at(entry: dict[str, Any], default: int) -> int:
+    value = entry.get("updatedAt")
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else default

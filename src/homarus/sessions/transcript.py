@@ -114,11 +114,11 @@ class Transcript:
             state = self._load_state()
             if state.size == 0:
                 raise InvalidRequest(f"transcript {self.path.name} does not exist; create it first")
-            if state.clean_size < state.size:
-                self._set_aside_torn_tail(state)
             try:
                 staged = [self._prepare(e, state) for e in entries]
                 blob = b"".join(orjson.dumps(e) + b"\n" for e in staged)
+                if state.clean_size < state.size:  # only once the new lines are known to be valid
+                    self._set_aside_torn_tail(state)
                 self._write(blob, state)
             except BaseException:
                 self._state = None  # staging touched the cache; rebuild it from the file next time
@@ -130,20 +130,23 @@ class Transcript:
     def _prepare(self, raw: dict[str, Any], state: _State) -> dict[str, Any]:
         entry = dict(raw)
         entry.setdefault("timestamp", iso_now())
-        if entry.get("id") is None:
+        explicit_id = entry.get("id") is not None
+        if not explicit_id:
             entry["id"] = _new_id(state.ids)
-        elif entry["id"] in state.ids:
-            raise InvalidRequest(f"duplicate transcript entry id {entry['id']!r}")
-        if "parentId" not in entry:
+        explicit_parent = "parentId" in entry
+        if not explicit_parent:
             entry["parentId"] = state.last_id
-        elif entry["parentId"] is not None and entry["parentId"] not in state.ids:
-            raise InvalidRequest(f"parentId {entry['parentId']!r} is not an entry of this transcript")
         try:
             ENTRY_ADAPTER.validate_python(entry)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise InvalidRequest(f"invalid transcript entry at {where}: {first['msg']}") from None
+        # after validation: id and parentId are strings (or None) here, never unhashable values
+        if explicit_id and entry["id"] in state.ids:
+            raise InvalidRequest(f"duplicate transcript entry id {entry['id']!r}")
+        if explicit_parent and entry["parentId"] is not None and entry["parentId"] not in state.ids:
+            raise InvalidRequest(f"parentId {entry['parentId']!r} is not an entry of this transcript")
         message = entry.get("message") if entry.get("type") == "message" else None
         if isinstance(message, dict) and message.get("role") == "toolResult":
             call_id = message["toolCallId"]

@@ -1,0 +1,3 @@
+"""LLM providers: one message/stream model (`types`), wire adapters, the scripted provider."""
+
+from __future__ import annotations

@@ -1,0 +1,240 @@
+"""Tests for the durable run journal: accept idempotency, lifecycle, restart recovery, pruning."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from homarus.queue import journal as journal_mod
+from homarus.queue.journal import TERMINAL, RunJournal, RunRecord
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "runs.sqlite"
+
+
+@pytest.fixture
+def journal(db_path: Path) -> Iterator[RunJournal]:
+    j = RunJournal(db_path)
+    try:
+        yield j
+    finally:
+        j.close()
+
+
+def test_files_are_private(db_path: Path, journal: RunJournal) -> None:
+    journal.accept("r1", "agent", {})
+    assert db_path.stat().st_mode & 0o777 == 0o600
+    assert db_path.parent.stat().st_mode & 0o777 == 0o700
+    wal = db_path.with_name(db_path.name + "-wal")
+    assert wal.exists()
+    assert wal.stat().st_mode & 0o777 == 0o600
+
+
+def test_accept_creates_record(journal: RunJournal) -> None:
+    before = int(time.time() * 1000)
+    record, created = journal.accept(
+        "r1", "agent", {"message": "hi", "n": [1, 2]}, session_key="agent:main:main", agent_id="main", lane="main"
+    )
+    assert created is True
+    assert record == RunRecord(
+        run_id="r1",
+        kind="agent",
+        session_key="agent:main:main",
+        agent_id="main",
+        lane="main",
+        params={"message": "hi", "n": [1, 2]},
+        status="accepted",
+        accepted_at=record.accepted_at,
+        started_at=None,
+        ended_at=None,
+        result=None,
+        error=None,
+    )
+    assert before <= record.accepted_at <= int(time.time() * 1000)
+    assert record.terminal is False
+    assert journal.get("r1") == record
+    assert journal.get("missing") is None
+
+
+def test_accept_twice_returns_the_same_record(journal: RunJournal) -> None:
+    first, created1 = journal.accept("r1", "agent", {"message": "first"})
+    second, created2 = journal.accept("r1", "chat", {"message": "second"}, session_key="agent:main:x")
+    assert (created1, created2) == (True, False)
+    assert second == first
+    assert second.params == {"message": "first"}
+    assert second.kind == "agent"
+
+
+def test_accept_twice_after_start_does_not_reset(journal: RunJournal) -> None:
+    journal.accept("r1", "agent", {})
+    journal.mark_started("r1")
+    record, created = journal.accept("r1", "agent", {})
+    assert created is False
+    assert record.status == "running"
+
+
+def test_concurrent_accepts_create_once(journal: RunJournal) -> None:
+    results: list[bool] = []
+    lock = threading.Lock()
+
+    def accept() -> None:
+        _, created = journal.accept("same", "agent", {})
+        with lock:
+            results.append(created)
+
+    threads = [threading.Thread(target=accept) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert sorted(results) == [False] * 7 + [True]
+
+
+def test_mark_started_and_finish(journal: RunJournal) -> None:
+    journal.accept("r1", "agent", {})
+    journal.mark_started("r1")
+    running = journal.get("r1")
+    assert running is not None
+    assert running.status == "running"
+    assert running.started_at is not None
+    assert running.started_at >= running.accepted_at
+    assert running.ended_at is None
+
+    journal.finish("r1", "ok", result={"text": "done", "tokens": 3})
+    done = journal.get("r1")
+    assert done is not None
+    assert done.status == "ok"
+    assert done.terminal is True
+    assert done.result == {"text": "done", "tokens": 3}
+    assert done.error is None
+    assert done.ended_at is not None
+    assert done.ended_at >= running.started_at
+    assert done.started_at == running.started_at
+
+
+def test_finish_with_error(journal: RunJournal) -> None:
+    journal.accept("r1", "agent", {})
+    journal.finish("r1", "error", error={"code": "UNAVAILABLE", "message": "provider down"})
+    rec = journal.get("r1")
+    assert rec is not None
+    assert (rec.status, rec.result, rec.error) == ("error", None, {"code": "UNAVAILABLE", "message": "provider down"})
+
+
+def test_mark_started_does_not_revive_finished_runs(journal: RunJournal) -> None:
+    journal.accept("r1", "agent", {})
+    journal.finish("r1", "ok")
+    journal.mark_started("r1")
+    rec = journal.get("r1")
+    assert rec is not None
+    assert rec.status == "ok"
+    assert rec.started_at is None
+
+
+@pytest.mark.parametrize("status", ["accepted", "running", "done", "OK", ""])
+def test_finish_with_non_terminal_status_raises(journal: RunJournal, status: str) -> None:
+    journal.accept("r1", "agent", {})
+    with pytest.raises(ValueError, match=f"not a terminal status: {status}"):
+        journal.finish("r1", status)
+    rec = journal.get("r1")
+    assert rec is not None
+    assert rec.status == "accepted"
+
+
+def test_terminal_statuses() -> None:
+    assert frozenset({"ok", "error", "timeout", "aborted", "interrupted"}) == TERMINAL
+
+
+def test_recover_marks_unfinished_runs_interrupted(journal: RunJournal) -> None:
+    journal.accept("accepted", "agent", {}, session_key="agent:main:a")
+    journal.accept("running", "chat", {}, session_key="agent:main:b")
+    journal.mark_started("running")
+    journal.accept("done", "agent", {})
+    journal.finish("done", "ok", result=1)
+    journal.accept("failed", "agent", {})
+    journal.finish("failed", "error", error="boom")
+    done_before = journal.get("done")
+    failed_before = journal.get("failed")
+
+    recovered = journal.recover("power cut")
+    assert sorted(r.run_id for r in recovered) == ["accepted", "running"]
+    for run_id in ("accepted", "running"):
+        rec = journal.get(run_id)
+        assert rec is not None
+        assert rec.status == "interrupted"
+        assert rec.terminal is True
+        assert rec.error == {"reason": "power cut"}
+        assert rec.ended_at is not None
+    assert journal.get("done") == done_before
+    assert journal.get("failed") == failed_before
+    assert journal.recover() == []  # nothing left to recover
+
+
+def test_interrupted_run_can_be_resumed(journal: RunJournal) -> None:
+    journal.accept("r1", "agent", {})
+    journal.recover()
+    journal.mark_started("r1")
+    rec = journal.get("r1")
+    assert rec is not None
+    assert rec.status == "running"
+
+
+def test_records_survive_restart(db_path: Path) -> None:
+    first = RunJournal(db_path)
+    first.accept("r1", "agent", {"message": "hi"}, session_key="agent:main:main")
+    first.accept("r2", "agent", {})
+    first.mark_started("r2")
+    first.accept("r3", "agent", {})
+    first.finish("r3", "timeout")
+    first.close()
+
+    second = RunJournal(db_path)
+    try:
+        again, created = second.accept("r1", "agent", {"message": "retry"})
+        assert created is False
+        assert again.params == {"message": "hi"}
+        recovered = second.recover()
+        assert sorted(r.run_id for r in recovered) == ["r1", "r2"]
+        statuses = {rid: rec.status for rid in ("r1", "r2", "r3") if (rec := second.get(rid)) is not None}
+        assert statuses == {"r1": "interrupted", "r2": "interrupted", "r3": "timeout"}
+    finally:
+        second.close()
+
+
+def test_by_session_newest_first_with_limit(journal: RunJournal, monkeypatch: pytest.MonkeyPatch) -> None:
+    ts = iter(range(1000, 2000, 10))
+    monkeypatch.setattr(journal_mod, "_now_ms", lambda: next(ts))
+    for i in range(4):
+        journal.accept(f"r{i}", "agent", {}, session_key="agent:main:a")
+    journal.accept("other", "agent", {}, session_key="agent:main:b")
+    assert [r.run_id for r in journal.by_session("agent:main:a")] == ["r3", "r2", "r1", "r0"]
+    assert [r.run_id for r in journal.by_session("agent:main:a", limit=2)] == ["r3", "r2"]
+    assert journal.by_session("agent:main:none") == []
+
+
+def test_prune_removes_only_old_terminal_runs(journal: RunJournal, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = {"now": 1_000_000}
+    monkeypatch.setattr(journal_mod, "_now_ms", lambda: clock["now"])
+    journal.accept("old-ok", "agent", {})
+    journal.finish("old-ok", "ok")
+    journal.accept("old-int", "agent", {})
+    journal.finish("old-int", "interrupted")
+    journal.accept("old-running", "agent", {})
+    journal.mark_started("old-running")
+    journal.accept("old-accepted", "agent", {})
+    clock["now"] += 10_000
+    journal.accept("new-ok", "agent", {})
+    journal.finish("new-ok", "ok")
+    clock["now"] += 1_000
+
+    assert journal.prune(older_than_ms=5_000) == 2
+    remaining = {rid for rid in ("old-ok", "old-int", "old-running", "old-accepted", "new-ok") if journal.get(rid)}
+    assert remaining == {"old-running", "old-accepted", "new-ok"}
+    assert journal.prune(older_than_ms=5_000) == 0
+    assert journal.prune(older_than_ms=0) == 1
+    assert journal.get("new-ok") is None
