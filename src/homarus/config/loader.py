@@ -30,6 +30,7 @@ __all__ = [
     "format_validation_error",
     "load_config",
     "parse_config_text",
+    "provider_env_keys",
     "resolve_config",
     "substitute_env",
     "validate_config",
@@ -167,6 +168,12 @@ def resolve_config(
     resolved = substitute_env(dict(parsed), env, path=path)
     resolved, overrides = apply_env_overrides(resolved, env)
     return validate_config(resolved, path=path), overrides
+
+
+def provider_env_keys(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The ``*_API_KEY`` environment variables: model provider keys not written in the config."""
+    env = os.environ if env is None else env
+    return {k: v for k, v in env.items() if k.endswith("_API_KEY") and v}
 
 
 def load_config(paths: StatePaths, env: Mapping[str, str] | None = None) -> LoadedConfig:

@@ -11,8 +11,18 @@ import ipaddress
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
-from pydantic.alias_generators import to_camel
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from homarus.config.agents import (
+    DEFAULT_AGENT_ID,
+    AgentEntry,
+    AgentsConfig,
+    AgentsDefaults,
+    MessagesConfig,
+    SubagentDefaults,
+)
+from homarus.config.base import ConfigModel
+from homarus.config.models import ModelsConfig
 
 __all__ = [
     "DEFAULT_AGENT_ID",
@@ -33,8 +43,6 @@ __all__ = [
 ]
 
 DEFAULT_PORT = 18789
-DEFAULT_AGENT_ID = "main"
-_AGENT_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
 
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
@@ -67,17 +75,7 @@ def is_loopback_host(host: str) -> bool:
         return host == "localhost"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        frozen=True,
-        validate_default=True,
-    )
-
-
-class AuthRateLimit(_Model):
+class AuthRateLimit(ConfigModel):
     """Failed-auth limiter: after ``max_attempts`` failures in ``window_ms`` lock out for ``lockout_ms``."""
 
     max_attempts: int = Field(10, ge=1, le=10_000)
@@ -88,7 +86,7 @@ class AuthRateLimit(_Model):
     exempt_loopback: bool = False
 
 
-class AuthConfig(_Model):
+class AuthConfig(ConfigModel):
     mode: Literal["token", "password", "none"] = "token"
     token: SecretStr | None = None
     password: SecretStr | None = None
@@ -108,7 +106,7 @@ class AuthConfig(_Model):
         return self
 
 
-class GatewayConfig(_Model):
+class GatewayConfig(ConfigModel):
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     #: "loopback" (127.0.0.1), "lan" (0.0.0.0) or a literal IP address
     bind: str = "loopback"
@@ -121,7 +119,7 @@ class GatewayConfig(_Model):
         return v
 
 
-class SessionMaintenance(_Model):
+class SessionMaintenance(ConfigModel):
     """Keeps sessions.json bounded: ``warn`` only logs, ``enforce`` prunes (main sessions are kept)."""
 
     mode: Literal["warn", "enforce"] = "warn"
@@ -133,61 +131,17 @@ class SessionMaintenance(_Model):
         return parse_duration_ms(self.prune_after)
 
 
-class SessionConfig(_Model):
+class SessionConfig(ConfigModel):
     main_key: str = Field("main", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     scope: Literal["per-sender", "global"] = "per-sender"
     maintenance: SessionMaintenance = Field(default_factory=SessionMaintenance)
 
 
-class AgentEntry(_Model):
-    id: str = Field(pattern=_AGENT_ID_PATTERN)
-    default: bool = False
-    name: str | None = None
-    workspace: str | None = None
-
-
-class SubagentDefaults(_Model):
-    max_concurrent: int = Field(8, ge=1, le=256)
-
-
-class AgentsDefaults(_Model):
-    workspace: str | None = None
-    #: global `main` lane: agent runs in parallel across sessions
-    max_concurrent: int = Field(4, ge=1, le=256)
-    subagents: SubagentDefaults = Field(default_factory=SubagentDefaults)
-
-
-class AgentsConfig(_Model):
-    defaults: AgentsDefaults = Field(default_factory=AgentsDefaults)
-    list: tuple[AgentEntry, ...] = ()
-
-    @field_validator("list")
-    @classmethod
-    def _unique_ids(cls, v: tuple[AgentEntry, ...]) -> tuple[AgentEntry, ...]:
-        seen: set[str] = set()
-        for entry in v:
-            if entry.id in seen:
-                raise ValueError(f"duplicate agent id {entry.id!r}")
-            seen.add(entry.id)
-        if sum(1 for e in v if e.default) > 1:
-            raise ValueError("more than one agent is marked default")
-        return v
-
-    @property
-    def default_id(self) -> str:
-        for entry in self.list:
-            if entry.default:
-                return entry.id
-        return self.list[0].id if self.list else DEFAULT_AGENT_ID
-
-    @property
-    def ids(self) -> tuple[str, ...]:
-        return tuple(e.id for e in self.list) or (DEFAULT_AGENT_ID,)
-
-
-class HomarusConfig(_Model):
+class HomarusConfig(ConfigModel):
     #: editor hint, ignored by the gateway (JSON Schema URL)
     schema_: str | None = Field(None, alias="$schema")
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     session: SessionConfig = Field(default_factory=SessionConfig)
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
+    models: ModelsConfig = Field(default_factory=ModelsConfig)
+    messages: MessagesConfig = Field(default_factory=MessagesConfig)

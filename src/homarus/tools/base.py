@@ -1,0 +1,134 @@
+"""A tool is a typed async function the model can call.
+
+``tool_from_function`` derives the JSON Schema sent to the model from the function's signature
+(via pydantic) and validates the model's arguments against it before the function runs; the
+function receives a :class:`ToolContext` and returns text, a :class:`ToolResult` or raises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from homarus.errors import InvalidRequest, RegistrationError
+from homarus.providers.types import ImageContent, TextContent, ToolSpec
+
+__all__ = ["Tool", "ToolContext", "ToolRegistry", "ToolResult", "tool_from_function"]
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """What a running tool may know about its call."""
+
+    session_key: str
+    agent_id: str
+    run_id: str
+    tool_call_id: str
+    workspace: Path
+    abort: asyncio.Event = field(default_factory=asyncio.Event)
+    #: services the gateway lends to tools (session manager, ...), by name
+    services: dict[str, Any] = field(default_factory=dict)
+    #: send a partial result (streamed to clients as a tool `update` event)
+    on_update: Callable[[Any], None] | None = None
+
+
+@dataclass(slots=True)
+class ToolResult:
+    content: list[TextContent | ImageContent]
+    #: for clients and logs only; never sent to the model
+    details: Any = None
+    is_error: bool = False
+
+    @classmethod
+    def text(cls, text: str, *, details: Any = None, is_error: bool = False) -> ToolResult:
+        return cls([TextContent(text)], details, is_error)
+
+
+Execute = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    execute: Execute
+    label: str = ""
+    #: owner-only / dangerous tools are marked so policies can deny them by default
+    tags: frozenset[str] = frozenset()
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.parameters)
+
+
+class ToolRegistry:
+    def __init__(self) -> None:
+        self._tools: dict[str, Tool] = {}
+
+    def register(self, tool: Tool) -> Tool:
+        if tool.name in self._tools:
+            raise RegistrationError(f"tool {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        return tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._tools)
+
+    def tools(self) -> list[Tool]:
+        return [self._tools[n] for n in sorted(self._tools)]
+
+
+def tool_from_function(
+    fn: Callable[..., Awaitable[Any]],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    tags: frozenset[str] = frozenset(),
+) -> Tool:
+    """Build a Tool from ``async def fn(ctx: ToolContext, *, a: int, b: str = "x") -> str | ToolResult``."""
+    sig = inspect.signature(fn)
+    hints = get_type_hints(fn)
+    fields: dict[str, Any] = {}
+    for pname, param in list(sig.parameters.items())[1:]:  # first parameter is the context
+        annotation = hints.get(pname, Any)
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        fields[pname] = (annotation, default)
+    model: type[BaseModel] = create_model(
+        f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
+    )
+    schema = _compact_schema(model.model_json_schema())
+    doc = inspect.getdoc(fn) or ""
+    summary = description or doc.split("\n\n")[0].replace("\n", " ")
+
+    async def execute(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+        try:
+            parsed = model.model_validate(args)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+            )
+            raise InvalidRequest(f"invalid arguments for {tool_name}: {problems}") from None
+        result = await fn(ctx, **{k: getattr(parsed, k) for k in fields})
+        return result if isinstance(result, ToolResult) else ToolResult.text(str(result))
+
+    tool_name = name or fn.__name__
+    return Tool(tool_name, summary, schema, execute, label=tool_name.replace("_", " "), tags=tags)
+
+
+def _compact_schema(schema: Any) -> Any:
+    """Drop pydantic's titles: they cost request bytes and tell the model nothing new."""
+    if isinstance(schema, dict):
+        return {k: _compact_schema(v) for k, v in schema.items() if k != "title"}
+    if isinstance(schema, list):
+        return [_compact_schema(v) for v in schema]
+    return schema
