@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Protocol
 
-from homarus.providers.types import Context, ModelInfo, StreamEvent, StreamOptions
+from homarus.messages import Context, ModelInfo, StreamEvent, StreamOptions
 
 __all__ = ["Provider"]
 

@@ -16,9 +16,9 @@ import json5
 
 from homarus.config.models import ModelsConfig, ProviderConfig
 from homarus.errors import ConfigError, InvalidRequest
+from homarus.messages import ModelInfo
 from homarus.providers.base import Provider
 from homarus.providers.scripted import ScriptedProvider, steps_from_json
-from homarus.providers.types import ModelInfo
 
 __all__ = ["BUILTIN_MODEL", "AdapterFactory", "ModelRegistry", "ResolvedModel", "env_key_name"]
 

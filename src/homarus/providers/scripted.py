@@ -23,7 +23,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from homarus.providers.types import (
+from homarus.messages import (
     AssistantMessage,
     Context,
     Done,

@@ -17,7 +17,7 @@ from typing import Any, get_type_hints
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from homarus.errors import InvalidRequest, RegistrationError
-from homarus.providers.types import ImageContent, TextContent, ToolSpec
+from homarus.messages import ImageContent, TextContent, ToolSpec
 
 __all__ = ["Tool", "ToolContext", "ToolRegistry", "ToolResult", "tool_from_function"]
 
@@ -103,9 +103,7 @@ def tool_from_function(
         annotation = hints.get(pname, Any)
         default = ... if param.default is inspect.Parameter.empty else param.default
         fields[pname] = (annotation, default)
-    model: type[BaseModel] = create_model(
-        f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields
-    )
+    model: type[BaseModel] = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
     schema = _compact_schema(model.model_json_schema())
     doc = inspect.getdoc(fn) or ""
     summary = description or doc.split("\n\n")[0].replace("\n", " ")

@@ -1,4 +1,4 @@
-"""Messages, content blocks, usage and the streaming event protocol shared by every provider.
+"""Messages, content blocks, usage and the model stream events shared by providers, tools and agents.
 
 Dataclasses inside; ``to_json``/``from_json`` convert to the transcript's camelCase shape
 (``{"role":"assistant","content":[{"type":"toolCall","id",...}],"stopReason":...}``).
