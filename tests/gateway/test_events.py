@@ -17,6 +17,7 @@ class FakeRecipient:
     conn_id: str
     role: str = "operator"
     scopes: frozenset[str] = frozenset()
+    caps: frozenset[str] = frozenset()
     accept: bool = True
     pushed: list[tuple[str, bool]] = field(default_factory=list)
 

@@ -45,6 +45,10 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             from homarus.cli.config_cmd import run_config
 
             return run_config(args, paths)
+        elif args.command == "agent":
+            from homarus.cli.agent_cmd import run_agent_command
+
+            return run_agent_command(args, paths)
         elif args.command == "sessions":
             from homarus.cli.sessions_cmd import run_sessions
 

@@ -40,6 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("doctor", help="check config, state dir, port, token, session stores and transcripts")
 
+    ag = sub.add_parser("agent", help="send one message to the agent and stream the reply")
+    ag.add_argument("-m", "--message", required=True, help="the message")
+    ag.add_argument("--session", help="session key (default: the agent's main session)")
+    ag.add_argument("--model", help="model ref <provider>/<model> for this run")
+    ag.add_argument("--local", action="store_true", help="run in-process even if a gateway is running")
+    ag.add_argument("--quiet-tools", action="store_true", help="do not print tool activity")
+    _client_args(ag)
+    ag.set_defaults(timeout=600.0)
+
     sess = sub.add_parser("sessions", help="list, show, reset or delete sessions (works without a gateway)")
     sess_sub = sess.add_subparsers(dest="sessions_command", metavar="SUBCOMMAND")
     ls = sess_sub.add_parser("list", help="list sessions, newest first")

@@ -7,21 +7,25 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
 from homarus import __version__
-from homarus.config.loader import StatePaths
+from homarus.agents.runtime import AgentRuntime
+from homarus.config.loader import StatePaths, provider_env_keys
 from homarus.config.schema import HomarusConfig, is_loopback_host
 from homarus.config.store import ConfigStore
 from homarus.errors import HomarusError
 from homarus.gateway.events import EventBus
 from homarus.gateway.router import ClientInfo, MethodRegistry
+from homarus.gateway.run_events import RunEvents
 from homarus.protocol.frames import ErrorShape
 from homarus.protocol.handshake import ConnectRequest
 from homarus.protocol.limits import MAX_BUFFERED_BYTES, MAX_PAYLOAD_BYTES, TICK_INTERVAL_MS, CloseCode
+from homarus.providers.adapters import default_factories
+from homarus.providers.registry import ModelRegistry
 from homarus.queue.dedupe import DedupeCache
 from homarus.queue.journal import RunJournal, RunRecord
 from homarus.queue.lanes import LaneQueue
@@ -32,6 +36,8 @@ from homarus.security.token_store import load_or_create_token
 from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager
 from homarus.sessions.store import Maintenance
+from homarus.tools.base import ToolRegistry
+from homarus.tools.builtin import register_builtins
 
 if TYPE_CHECKING:
     from homarus.gateway.connection import WSConnection
@@ -50,6 +56,9 @@ GATEWAY_EVENTS = (
     "health",
     "shutdown",
     "config.changed",
+    "agent",
+    "chat",
+    "sessions.changed",
 )
 
 
@@ -111,6 +120,21 @@ class Gateway:
         self.session_run_starter: SessionRunStarter | None = None
         self.interrupted_runs: list[RunRecord] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Task[Any]] = set()
+        self.tools = ToolRegistry()
+        register_builtins(self.tools)
+        self.models = self._build_models()
+        self.run_events = RunEvents(self)
+        self.runtime = AgentRuntime(
+            config=lambda: self.config,
+            sessions=self.sessions,
+            models=self.models,
+            tools=self.tools,
+            lanes=self.lanes,
+            state_dir=paths.state_dir,
+            on_event=self.run_events,
+            services={"sessions": self.sessions},
+        )
         self._health_cache: tuple[float, dict[str, Any]] | None = None
         self._drained = asyncio.Event()
         from homarus.gateway.methods import register_core_methods  # composition, not a cycle dodge
@@ -128,6 +152,21 @@ class Gateway:
             maintenance=Maintenance(m.mode, m.prune_after_ms, m.max_entries),
             workspace=cfg.agents.defaults.workspace,
         )
+
+    def _build_models(self) -> ModelRegistry:
+        return ModelRegistry(
+            self.config.models,
+            env_keys=provider_env_keys(),
+            factories=default_factories(),
+            base_dir=self.paths.config_path.parent,
+        )
+
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run ``coro`` in the background; the gateway keeps a reference and reaps it."""
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
 
     # -- config and secrets ---------------------------------------------------------------
     @property
@@ -172,6 +211,7 @@ class Gateway:
         previous = self._secret
         self._secret = self._resolve_secret()
         self._health_cache = None
+        self.models = self.runtime.models = self._build_models()
         if previous != self._secret:
             for conn in list(self.connections.values()):
                 conn.close(CloseCode.AUTH_CHANGED, "gateway auth changed")
@@ -352,6 +392,10 @@ class Gateway:
             return
         self.shutting_down = True
         self.lanes.drain()
+        for run in self.runtime.runs.all():
+            self.runtime.abort(run.session_key, origin="shutdown")
+        if self._background:
+            await asyncio.wait(list(self._background), timeout=2.0)
         for task in self._tasks:
             task.cancel()
         self.bus.broadcast("shutdown", {"reason": reason, "restartExpectedMs": restart_expected_ms})

@@ -60,6 +60,10 @@ class WSConnection:
     def scopes(self) -> frozenset[str]:
         return self.info.scopes if self.info else frozenset()
 
+    @property
+    def caps(self) -> frozenset[str]:
+        return self.info.caps if self.info else frozenset()
+
     def push(self, text: str, *, droppable: bool = False) -> bool:
         return self.outbox.push(text, droppable=droppable)
 
@@ -199,9 +203,18 @@ class WSConnection:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
+    def _push_early(self, request_id: str, payload: Any) -> None:
+        self.push(orjson.dumps(ok_response(request_id, payload)).decode())
+
     async def _handle(self, request_id: str, method: str, params: Any) -> None:
         assert self.info is not None
-        call = MethodCall(self.gateway, self.info, request_id, method)
+        call = MethodCall(
+            self.gateway,
+            self.info,
+            request_id,
+            method,
+            early=lambda payload: self._push_early(request_id, payload),
+        )
         try:
             payload = await self.gateway.methods.dispatch(call, params)
         except asyncio.CancelledError:
@@ -211,7 +224,9 @@ class WSConnection:
                 self._unauthorized_streak += 1
                 if self._unauthorized_streak > MAX_UNAUTHORIZED_STREAK:
                     self.close(CloseCode.POLICY_VIOLATION, "repeated unauthorized calls")
-            frame = error_response(request_id, error_shape(exc, protocol=self.info.protocol))
+            frame = error_response(
+                request_id, error_shape(exc, protocol=self.info.protocol), getattr(exc, "payload", None)
+            )
         else:
             self._unauthorized_streak = 0
             frame = ok_response(request_id, payload)

@@ -7,7 +7,7 @@ Targeted events (to given connections) carry no ``seq``, as in the original.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol
 
 import orjson
@@ -25,6 +25,8 @@ class Recipient(Protocol):
     def role(self) -> str: ...
     @property
     def scopes(self) -> frozenset[str]: ...
+    @property
+    def caps(self) -> frozenset[str]: ...
     def push(self, text: str, *, droppable: bool = False) -> bool: ...
 
 
@@ -54,12 +56,15 @@ class EventBus:
         guard: str | None = None,
         droppable: bool = False,
         state_version: dict[str, int] | None = None,
+        only: Callable[[Recipient], bool] | None = None,
     ) -> int:
-        """Send to every connection allowed to see it; returns the event's seq."""
+        """Send to every connection allowed to see it (and accepted by ``only``); returns the seq."""
         seq = self.last_seq = next(self._seq)
         text = orjson.dumps(event_frame(event, payload, seq=seq, state_version=state_version)).decode()
         for r in list(self._recipients.values()):
             if guard is not None and (r.role != "operator" or not scope_allows(r.scopes, guard)):
+                continue
+            if only is not None and not only(r):
                 continue
             r.push(text, droppable=droppable)
         return seq

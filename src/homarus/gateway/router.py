@@ -69,6 +69,12 @@ class MethodCall:
     client: ClientInfo
     request_id: str
     method: str
+    #: send a first ``res`` now (e.g. ``accepted``); the handler's return value is the final one
+    early: Callable[[Any], None] | None = None
+
+    def ack(self, payload: Any) -> None:
+        if self.early is not None:
+            self.early(payload)
 
 
 @dataclass(frozen=True, slots=True)

@@ -113,7 +113,13 @@ class ModelRegistry:
         if pc is None:
             adapter = ScriptedProvider(then="echo")
         elif pc.api == "scripted":
-            adapter = ScriptedProvider(steps_from_json(self._script(provider_id, pc)), then="echo")
+            raw = self._script(provider_id, pc)
+            try:
+                steps = steps_from_json(raw)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                # a malformed step is a config mistake, not an internal error
+                raise ConfigError(f"invalid script: {exc}", key=f"models.providers.{provider_id}.script") from None
+            adapter = ScriptedProvider(steps, then="echo")
         else:
             factory = self._factories.get(pc.api)
             if factory is None:

@@ -1,0 +1,60 @@
+"""A session's transcript as model history, and the run's writes back into it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homarus.messages import AssistantMessage, Message, TextContent, UserMessage, message_from_json
+from homarus.sessions.transcript import Transcript
+
+__all__ = ["COMPACTION_PREFIX", "load_history", "persist_messages", "previous_summary"]
+
+COMPACTION_PREFIX = "The conversation history before this point was compacted into the following summary:"
+
+
+def load_history(transcript: Transcript) -> tuple[list[Message], list[str]]:
+    """(messages for the model, their entry ids). The latest compaction replaces what it summarised."""
+    entries = transcript.read().entries
+    start = 0
+    summary: str | None = None
+    for i in range(len(entries) - 1, -1, -1):
+        if entries[i].get("type") == "compaction":
+            summary = str(entries[i].get("summary", ""))
+            kept = entries[i].get("firstKeptEntryId")
+            ids = [e.get("id") for e in entries]
+            start = ids.index(kept) if kept in ids else i + 1
+            break
+    messages: list[Message] = []
+    ids_out: list[str] = []
+    if summary is not None:
+        messages.append(UserMessage([TextContent(f"{COMPACTION_PREFIX}\n\n{summary}")]))
+        ids_out.append("")
+    for entry in entries[start:]:
+        if entry.get("type") != "message" or not isinstance(entry.get("message"), dict):
+            continue
+        try:
+            messages.append(message_from_json(entry["message"]))
+        except (KeyError, ValueError):
+            continue  # written by a newer version in a shape we cannot replay: leave it out
+        ids_out.append(str(entry.get("id", "")))
+    return messages, ids_out
+
+
+def previous_summary(transcript: Transcript) -> str | None:
+    for entry in reversed(transcript.read().entries):
+        if entry.get("type") == "compaction":
+            return str(entry.get("summary", ""))
+    return None
+
+
+def persist_messages(transcript: Transcript, messages: list[Message], **extra: Any) -> list[dict[str, Any]]:
+    """Append messages as one all-or-nothing write (a tool call and its results land together)."""
+    if not messages:
+        return []
+    entries: list[dict[str, Any]] = []
+    for message in messages:
+        data = message.to_json()
+        if isinstance(message, AssistantMessage) and extra:
+            data.update(extra)
+        entries.append({"type": "message", "message": data})
+    return transcript.append_many(entries)

@@ -1,0 +1,388 @@
+"""The double loop: model turn → tool calls → results → repeat; follow-ups restart it.
+
+    AgentStart
+    ┌ OUTER (follow-ups) ────────────────────────────────────────────────────────┐
+    │ ┌ INNER (while the model calls tools or steering messages wait) ─────────┐ │
+    │ │ TurnStart → pending user messages → model stream (retries, fallback,   │ │
+    │ │ overflow compaction) → tool calls (parallel or sequential; steering    │ │
+    │ │ skips the rest) → TurnEnd                                              │ │
+    │ └────────────────────────────────────────────────────────────────────────┘ │
+    └────────────────────────────────────────────────────────────────────────────┘
+    AgentEnd
+
+Every tool call gets exactly one result, in the model's order. An errored or aborted model turn
+ends the run. The loop never raises for model or tool failures; they become messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from homarus.agents.events import (
+    AgentEnd,
+    AgentStart,
+    Fallback,
+    LoopEvent,
+    MessageEnd,
+    MessageStart,
+    MessageUpdate,
+    Retry,
+    ToolEnd,
+    ToolStart,
+    TurnEnd,
+    TurnStart,
+)
+from homarus.agents.replay import repair_for_replay
+from homarus.errors import HomarusError
+from homarus.messages import (
+    AssistantMessage,
+    Context,
+    Done,
+    Message,
+    StreamError,
+    StreamOptions,
+    TextContent,
+    TextDelta,
+    ThinkingContent,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResultMessage,
+    UserMessage,
+)
+from homarus.providers.classify import is_context_overflow, is_retryable
+from homarus.providers.registry import ResolvedModel
+from homarus.tools.base import Tool, ToolContext, ToolResult
+
+__all__ = ["SKIPPED_TEXT", "LoopResult", "LoopSettings", "run_agent_loop"]
+
+SKIPPED_TEXT = "Skipped due to queued user message."
+ABORTED_TEXT = "Aborted."
+MAX_RESULT_CHARS = 100_000  # what the model sees of one tool result
+
+
+@dataclass(kw_only=True)
+class LoopSettings:
+    candidates: list[ResolvedModel]
+    system_prompt: str
+    tools: Mapping[str, Tool]
+    make_tool_context: Callable[[str], ToolContext]
+    abort: asyncio.Event
+    emit: Callable[[LoopEvent], None]
+    get_steering: Callable[[], list[UserMessage]] = lambda: []
+    get_follow_ups: Callable[[], list[UserMessage]] = lambda: []
+    tool_execution: Literal["parallel", "sequential"] = "parallel"
+    max_retries: int = 3
+    base_delay_s: float = 2.0
+    max_delay_s: float = 60.0
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    #: compacts the history after a context overflow; returns the new history or None if it cannot
+    on_overflow: Callable[[list[Message]], Awaitable[list[Message] | None]] | None = None
+    max_overflow_retries: int = 3
+    #: returns a reason to block the call, or None to let it run
+    before_tool_call: Callable[[ToolCall], Awaitable[str | None]] | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    reasoning: str | None = None
+    timeout_s: float = 600.0
+
+
+@dataclass
+class LoopResult:
+    new_messages: list[Message] = field(default_factory=list)
+    final: AssistantMessage | None = None
+    model_ref: str = ""
+    #: the history as it stands at the end (replaced when a compaction happened)
+    history: list[Message] = field(default_factory=list)
+
+    @property
+    def stop_reason(self) -> str:
+        return self.final.stop_reason if self.final else "stop"
+
+
+async def run_agent_loop(history: list[Message], prompts: list[Message], s: LoopSettings) -> LoopResult:
+    """Run until the model stops calling tools and nothing is queued; ``history`` is extended in place."""
+    result = LoopResult(history=history)
+    active = 0  # index into candidates: a fallback sticks for the rest of the run
+    s.emit(AgentStart())
+    s.emit(TurnStart())
+
+    def add(message: Message) -> None:
+        s.emit(MessageStart(message))
+        s.emit(MessageEnd(message))
+        result.history.append(message)
+        result.new_messages.append(message)
+
+    for prompt in prompts:
+        add(prompt)
+    pending: list[Message] = list(s.get_steering())
+    first = True
+    while True:
+        has_tools = True
+        while has_tools or pending:
+            if not first:
+                s.emit(TurnStart())
+            first = False
+            for message in pending:
+                add(message)
+            pending = []
+            message, active = await _model_turn(result, s, active)
+            result.final = message
+            result.model_ref = s.candidates[active].info.ref
+            result.history.append(message)
+            result.new_messages.append(message)
+            if message.stop_reason in ("error", "aborted"):
+                s.emit(TurnEnd(message, []))
+                s.emit(AgentEnd(result.new_messages))
+                return result
+            calls = message.tool_calls
+            has_tools = bool(calls)
+            results: list[ToolResultMessage] = []
+            steering: list[UserMessage] = []
+            if calls:
+                results, steering = await _run_tools(calls, s)
+                for r in results:
+                    result.history.append(r)
+                    result.new_messages.append(r)
+            s.emit(TurnEnd(message, results))
+            if s.abort.is_set():
+                result.final = _aborted_marker(message)
+                s.emit(AgentEnd(result.new_messages))
+                return result
+            pending = list(steering) or list(s.get_steering())
+        follow = s.get_follow_ups()
+        if not follow:
+            break
+        pending = list(follow)
+    s.emit(AgentEnd(result.new_messages))
+    return result
+
+
+def _aborted_marker(message: AssistantMessage) -> AssistantMessage:
+    """The run was aborted after this turn's tools: report it as aborted without a new message."""
+    return AssistantMessage(
+        content=[],
+        api=message.api,
+        provider=message.provider,
+        model=message.model,
+        stop_reason="aborted",
+        error_message="aborted",
+    )
+
+
+# -- one model turn: stream, retries, overflow compaction, fallback --------------------------------
+async def _model_turn(result: LoopResult, s: LoopSettings, active: int) -> tuple[AssistantMessage, int]:
+    retries = 0
+    overflows = 0
+    while True:
+        resolved = s.candidates[active]
+        message, status, retry_after = await _stream(resolved, result.history, s)
+        if message.stop_reason != "error" or s.abort.is_set():
+            if s.abort.is_set() and message.stop_reason != "aborted":
+                message.stop_reason, message.error_message = "aborted", "aborted"
+            s.emit(MessageEnd(message))
+            return message, active
+        error = message.error_message or "unknown error"
+        overflow = is_context_overflow(
+            error,
+            status,
+            stop_reason=message.stop_reason,
+            input_tokens=message.usage.input,
+            context_window=resolved.info.context_window,
+        )
+        if overflow and s.on_overflow is not None and overflows < s.max_overflow_retries:
+            overflows += 1
+            compacted = await s.on_overflow(result.history)
+            if compacted is not None:
+                result.history[:] = compacted
+                continue
+        if not overflow and is_retryable(error, status) and retries < s.max_retries:
+            delay = s.base_delay_s * (2**retries)
+            if retry_after is not None:
+                if retry_after > s.max_delay_s:
+                    s.emit(MessageEnd(message))
+                    return message, active  # the provider asks for longer than we will wait: fail fast
+                delay = max(delay, retry_after)
+            retries += 1
+            s.emit(Retry(retries, s.max_retries, int(delay * 1000), error))
+            await _sleep_unless_aborted(s, delay)  # if aborted, the next stream ends at once as aborted
+            continue
+        if active + 1 < len(s.candidates) and not overflow:
+            s.emit(Fallback(resolved.info.ref, s.candidates[active + 1].info.ref, error))
+            active += 1
+            retries = 0
+            continue
+        s.emit(MessageEnd(message))
+        return message, active
+
+
+async def _sleep_unless_aborted(s: LoopSettings, delay: float) -> bool:
+    sleeper = asyncio.ensure_future(s.sleep(delay))
+    aborter = asyncio.ensure_future(s.abort.wait())
+    done, pending = await asyncio.wait({sleeper, aborter}, return_when=asyncio.FIRST_COMPLETED)
+    for task in pending:
+        task.cancel()
+    return sleeper in done
+
+
+async def _stream(
+    resolved: ResolvedModel, history: list[Message], s: LoopSettings
+) -> tuple[AssistantMessage, int | None, float | None]:
+    info = resolved.info
+    context = Context(s.system_prompt, repair_for_replay(history), [t.spec for t in s.tools.values()])
+    options = StreamOptions(
+        api_key=resolved.api_key,
+        max_tokens=s.max_tokens or info.max_tokens,
+        temperature=s.temperature,
+        reasoning=s.reasoning,
+        abort=s.abort,
+        timeout_s=s.timeout_s,
+    )
+    partial = AssistantMessage(api=info.api, provider=info.provider, model=info.id)
+    blocks: dict[int, TextContent | ThinkingContent | ToolCall] = {}
+    started = False
+    async for event in resolved.provider.stream(info, context, options):
+        if isinstance(event, Done | StreamError):
+            final = event.message
+            if not started:
+                s.emit(MessageStart(final))
+            if isinstance(event, StreamError):
+                return final, event.status, event.retry_after_s
+            return final, None, None
+        if not started:
+            s.emit(MessageStart(partial))
+            started = True
+        _apply(partial, blocks, event)
+        s.emit(MessageUpdate(partial, event))
+    # a provider that ends without a terminal event broke its contract: treat as an error
+    partial.stop_reason, partial.error_message = "error", "provider stream ended without a final event"
+    if not started:
+        s.emit(MessageStart(partial))
+    return partial, None, None
+
+
+def _apply(
+    partial: AssistantMessage, blocks: dict[int, TextContent | ThinkingContent | ToolCall], event: object
+) -> None:
+    if isinstance(event, TextDelta):
+        block = blocks.get(event.index)
+        if not isinstance(block, TextContent):
+            block = blocks[event.index] = TextContent("")
+            partial.content.append(block)
+        block.text += event.delta
+    elif isinstance(event, ThinkingDelta):
+        thinking = blocks.get(event.index)
+        if not isinstance(thinking, ThinkingContent):
+            thinking = blocks[event.index] = ThinkingContent("")
+            partial.content.append(thinking)
+        thinking.thinking += event.delta
+    elif isinstance(event, ToolCallStart):
+        call = blocks[event.index] = ToolCall(event.id, event.name, {})
+        partial.content.append(call)
+    elif isinstance(event, ToolCallEnd):
+        old = blocks.get(event.index)
+        blocks[event.index] = event.tool_call
+        partial.content = [event.tool_call if b is old else b for b in partial.content]
+
+
+# -- tools --------------------------------------------------------------------------------------------
+def _error_result(call: ToolCall, text: str) -> ToolResultMessage:
+    return ToolResultMessage(call.id, call.name, [TextContent(text)], is_error=True)
+
+
+async def _prepare(call: ToolCall, s: LoopSettings) -> Tool | ToolResultMessage:
+    tool = s.tools.get(call.name)
+    if tool is None:
+        return _error_result(call, f"Tool {call.name} not found")
+    if call.parse_error:
+        return _error_result(call, f"Invalid arguments for {call.name}: {call.parse_error}")
+    if s.before_tool_call is not None:
+        reason = await s.before_tool_call(call)
+        if reason is not None:
+            return _error_result(call, reason or "Tool execution was blocked")
+    return tool
+
+
+async def _execute(tool: Tool, call: ToolCall, s: LoopSettings) -> ToolResultMessage:
+    ctx = s.make_tool_context(call.id)
+    try:
+        outcome: ToolResult = await tool.execute(ctx, call.arguments)
+    except asyncio.CancelledError:
+        raise
+    except HomarusError as exc:
+        return _error_result(call, exc.message)
+    except Exception as exc:  # a tool failing is a result for the model, not a crash of the run
+        return _error_result(call, f"{type(exc).__name__}: {exc}")
+    content = list(outcome.content)
+    for i, block in enumerate(content):
+        if isinstance(block, TextContent) and len(block.text) > MAX_RESULT_CHARS:
+            cut = len(block.text) - MAX_RESULT_CHARS
+            content[i] = TextContent(block.text[:MAX_RESULT_CHARS] + f"\n[... {cut} more characters truncated]")
+    return ToolResultMessage(call.id, call.name, content, outcome.is_error, outcome.details)
+
+
+def _finish(call: ToolCall, result: ToolResultMessage, started: float, s: LoopSettings) -> ToolResultMessage:
+    s.emit(ToolEnd(call.id, call.name, result, int((time.monotonic() - started) * 1000)))
+    s.emit(MessageStart(result))
+    s.emit(MessageEnd(result))
+    return result
+
+
+async def _run_tools(calls: list[ToolCall], s: LoopSettings) -> tuple[list[ToolResultMessage], list[UserMessage]]:
+    results: dict[str, ToolResultMessage] = {}
+    steering: list[UserMessage] = []
+    launched: list[tuple[ToolCall, Tool, float]] = []
+
+    def skip_rest(start: int) -> None:
+        for call in calls[start:]:
+            s.emit(ToolStart(call.id, call.name, call.arguments))
+            results[call.id] = _finish(call, _error_result(call, SKIPPED_TEXT), time.monotonic(), s)
+
+    for i, call in enumerate(calls):
+        if s.abort.is_set():
+            for rest in calls[i:]:
+                s.emit(ToolStart(rest.id, rest.name, rest.arguments))
+                results[rest.id] = _finish(rest, _error_result(rest, ABORTED_TEXT), time.monotonic(), s)
+            break
+        s.emit(ToolStart(call.id, call.name, call.arguments))
+        started = time.monotonic()
+        prepared = await _prepare(call, s)
+        if isinstance(prepared, ToolResultMessage):
+            results[call.id] = _finish(call, prepared, started, s)
+        elif s.tool_execution == "sequential":
+            results[call.id] = _finish(call, await _guarded(prepared, call, s), started, s)
+        else:
+            launched.append((call, prepared, started))
+        steering = s.get_steering()
+        if steering:
+            skip_rest(i + 1)
+            break
+    if launched:
+        tasks = [asyncio.ensure_future(_guarded(tool, call, s)) for call, tool, _ in launched]
+        outcomes = await asyncio.gather(*tasks)
+        for (call, _tool, started), outcome in zip(launched, outcomes, strict=True):
+            results[call.id] = _finish(call, outcome, started, s)
+        if not steering:
+            steering = s.get_steering()
+    return [results[c.id] for c in calls if c.id in results], steering
+
+
+async def _guarded(tool: Tool, call: ToolCall, s: LoopSettings) -> ToolResultMessage:
+    """Run a tool, but give up on it (with an error result) as soon as the run is aborted."""
+    runner = asyncio.ensure_future(_execute(tool, call, s))
+    aborter = asyncio.ensure_future(s.abort.wait())
+    done, _ = await asyncio.wait({runner, aborter}, return_when=asyncio.FIRST_COMPLETED)
+    if runner in done:
+        aborter.cancel()
+        return runner.result()
+    runner.cancel()
+    # the tool may also fail while being cancelled; the abort is what the model should see
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await runner
+    return _error_result(call, ABORTED_TEXT)

@@ -1,0 +1,242 @@
+"""`agent` (accepted res, events, final res with the same id) and `agent.wait`.
+
+An accepted run is first written to the run journal, so a restart can never lose it, and to the
+idempotency cache: a retry with the same ``idempotencyKey`` gets the same run, never a second one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from homarus.agents.runs import RunOutcome
+from homarus.agents.runtime import RunRequest
+from homarus.errors import InvalidRequest, Unavailable
+from homarus.gateway.methods.sessions import emit_session_changed
+from homarus.gateway.router import MethodCall, Params
+from homarus.security.scopes import ADMIN, WRITE
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["RunFailed", "register", "start_run"]
+
+_Idem = Field(alias="idempotencyKey", min_length=1, max_length=256)
+
+
+class RunFailed(Unavailable):
+    """A run ended in error; the response also carries a payload describing it."""
+
+    def __init__(self, message: str, payload: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.payload = payload
+
+
+class AgentParams(Params):
+    message: str = Field(min_length=1, max_length=2_000_000)
+    idempotency_key: str = _Idem
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
+    session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
+    session_id: str | None = Field(default=None, alias="sessionId", max_length=128)
+    provider: str | None = Field(default=None, max_length=100)
+    model: str | None = Field(default=None, max_length=200)
+    thinking: str | None = Field(default=None, max_length=20)
+    deliver: bool | None = None
+    channel: str | None = Field(default=None, max_length=64)
+    to: str | None = Field(default=None, max_length=512)
+    reply_to: str | None = Field(default=None, alias="replyTo", max_length=512)
+    timeout: int | None = Field(default=None, ge=1, le=86_400)
+    best_effort_deliver: bool | None = Field(default=None, alias="bestEffortDeliver")
+    lane: str | None = Field(default=None, pattern="^(main|subagent|cron|nested)$")
+    extra_system_prompt: str | None = Field(default=None, alias="extraSystemPrompt", max_length=100_000)
+    label: str | None = Field(default=None, max_length=100)
+    attachments: list[dict[str, Any]] | None = Field(default=None, max_length=8)
+
+
+class WaitParams(Params):
+    run_id: str = Field(alias="runId", min_length=1, max_length=256)
+    timeout_ms: int = Field(default=30_000, alias="timeoutMs", ge=0, le=3_600_000)
+
+
+def _model_ref(p: AgentParams) -> str | None:
+    if p.provider and p.model:
+        return f"{p.provider}/{p.model}"
+    return p.model
+
+
+def final_payload(outcome: RunOutcome) -> dict[str, Any]:
+    return {
+        "runId": outcome.run_id,
+        "status": "ok" if outcome.status != "error" else "error",
+        "summary": "completed" if outcome.status == "ok" else outcome.status,
+        "result": outcome.to_payload(),
+    }
+
+
+async def start_run(gateway: Gateway, req: RunRequest, kind: str, params: dict[str, Any]) -> tuple[bool, Any]:
+    """Journal ``req`` as accepted; returns (created, previous record when it already existed)."""
+    record, created = await asyncio.to_thread(
+        gateway.journal.accept,
+        req.run_id,
+        kind,
+        params,
+        session_key=req.session_key.canonical,
+        agent_id=req.session_key.agent_id,
+        lane=req.lane,
+    )
+    return created, record
+
+
+async def run_and_finish(gateway: Gateway, req: RunRequest, kind: str) -> RunOutcome:
+    """Run ``req`` through the runtime and record its end in the journal and the dedupe cache."""
+    await asyncio.to_thread(gateway.journal.mark_started, req.run_id)
+    try:
+        outcome = await gateway.runtime.submit(req)
+    except Exception as exc:
+        message = getattr(exc, "message", None) or f"{type(exc).__name__}"
+        outcome = RunOutcome(
+            req.run_id,
+            req.session_key.canonical,
+            "error",
+            error=message,
+            started_at=int(time.time() * 1000),
+            ended_at=int(time.time() * 1000),
+        )
+    payload = final_payload(outcome)
+    status = outcome.status if outcome.status != "aborted" else "aborted"
+    await asyncio.to_thread(
+        gateway.journal.finish,
+        req.run_id,
+        status,
+        result=payload,
+        error={"message": outcome.error} if outcome.error else None,
+    )
+    ok = outcome.status != "error"
+    gateway.dedupe.put(
+        f"{kind}:{req.run_id}",
+        outcome.status,
+        ok=ok,
+        payload=payload,
+        error=None if ok else {"code": "UNAVAILABLE", "message": outcome.error or "run failed"},
+    )
+    return outcome
+
+
+async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
+    gw = call.gateway
+    run_id = p.idempotency_key
+    cached = gw.dedupe.get(f"agent:{run_id}")
+    if cached is not None:
+        return await _replay(call, run_id, cached.status, cached.payload, cached.error)
+    record = await asyncio.to_thread(gw.journal.get, run_id)
+    if record is not None:  # known from before a reconnect or a restart
+        return await _replay(call, run_id, record.status, record.result, record.error)
+    model = _model_ref(p)
+    if model and ADMIN not in call.client.scopes:
+        raise InvalidRequest("provider/model overrides are not authorized for this caller.")
+    if p.agent_id is not None and p.agent_id not in gw.sessions.agent_ids:
+        raise InvalidRequest(f'unknown agent id "{p.agent_id}"')
+    if p.message.strip() in ("/new", "/reset") and ADMIN not in call.client.scopes:
+        raise InvalidRequest("missing scope: operator.admin")
+    key = gw.sessions.resolve_key(p.session_key, p.agent_id)
+    if model:
+        gw.models.resolve(model)  # unknown model: refuse now, not after "accepted"
+    req = RunRequest(
+        run_id=run_id,
+        session_key=key,
+        message=p.message,
+        model=model,
+        thinking=p.thinking,
+        timeout_s=float(p.timeout) if p.timeout else None,
+        lane=p.lane or "main",
+        extra_system_prompt=p.extra_system_prompt,
+        channel=p.channel,
+    )
+    ref = await asyncio.to_thread(gw.sessions.ensure, key, label=p.label)
+    await start_run(gw, req, "agent", p.model_dump(by_alias=True, exclude_none=True))
+    gw.dedupe.put(f"agent:{run_id}", "accepted")
+    emit_session_changed(gw, key, "create" if ref.created else "send", runId=run_id)
+    call.ack(
+        {
+            "runId": run_id,
+            "sessionKey": key.canonical,
+            "agentId": key.agent_id,
+            "status": "accepted",
+            "acceptedAt": int(time.time() * 1000),
+        }
+    )
+    outcome = await run_and_finish(gw, req, "agent")
+    payload = final_payload(outcome)
+    if outcome.status == "error":
+        raise RunFailed(
+            outcome.error or "run failed",
+            {"runId": run_id, "status": "error", "summary": outcome.error or "run failed"},
+        )
+    return payload
+
+
+async def _replay(call: MethodCall, run_id: str, status: str, payload: Any, error: Any) -> dict[str, Any]:
+    gw = call.gateway
+    if status in ("accepted", "running", "started", "in_flight"):
+        call.ack({"runId": run_id, "status": "accepted", "meta": {"cached": True}})
+        snap = await gw.run_events.wait(run_id, 3600.0)
+        cached = gw.dedupe.get(f"agent:{run_id}")
+        if cached is not None and cached.terminal:
+            status, payload, error = cached.status, cached.payload, cached.error
+        elif snap is None:
+            raise Unavailable("run is still in progress", retryable=True)
+    if status == "interrupted":
+        raise RunFailed(
+            "run was interrupted by a gateway restart",
+            {"runId": run_id, "status": "error", "summary": "interrupted", "interrupted": True},
+        )
+    if status == "error":
+        message = (error or {}).get("message") if isinstance(error, dict) else None
+        raise RunFailed(message or "run failed", {"runId": run_id, "status": "error", "summary": message or "error"})
+    result: dict[str, Any] = copy.deepcopy(payload) if payload else {"runId": run_id, "status": "ok", "result": {}}
+    inner = result.setdefault("result", {})
+    if isinstance(inner, dict):
+        inner.setdefault("meta", {})["cached"] = True
+    return result
+
+
+async def agent_wait(call: MethodCall, p: WaitParams) -> dict[str, Any]:
+    gw = call.gateway
+    for prefix in ("agent", "chat"):
+        cached = gw.dedupe.get(f"{prefix}:{p.run_id}")
+        if cached is not None and cached.terminal:
+            return _wait_result(p.run_id, cached.status, gw.run_events.snapshots.get(p.run_id), cached.error)
+    record = await asyncio.to_thread(gw.journal.get, p.run_id)
+    if record is not None and record.terminal:
+        return _wait_result(p.run_id, record.status, None, record.error, record.started_at, record.ended_at)
+    snap = await gw.run_events.wait(p.run_id, p.timeout_ms / 1000)
+    if snap is None:
+        return {"runId": p.run_id, "status": "timeout"}
+    return _wait_result(p.run_id, snap.status, snap, {"message": snap.error} if snap.error else None)
+
+
+def _wait_result(
+    run_id: str, status: str, snap: Any, error: Any, started: int | None = None, ended: int | None = None
+) -> dict[str, Any]:
+    mapped = {"ok": "ok", "aborted": "timeout", "timeout": "timeout"}.get(status, "error")
+    out: dict[str, Any] = {"runId": run_id, "status": mapped}
+    if snap is not None:
+        started, ended = snap.started_at, snap.ended_at
+    if started:
+        out["startedAt"] = started
+    if ended:
+        out["endedAt"] = ended
+    if mapped == "error":
+        out["error"] = (error or {}).get("message") or (error or {}).get("reason") or status
+        if status == "interrupted":
+            out["interrupted"] = True
+    return out
+
+
+def register(gateway: Gateway) -> None:
+    gateway.methods.register("agent", agent, scope=WRITE, params=AgentParams)
+    gateway.methods.register("agent.wait", agent_wait, scope=WRITE, params=WaitParams)

@@ -1,0 +1,169 @@
+"""Fan-out of run events: ``agent`` events to operators, ``chat`` events derived from them.
+
+``chat`` deltas carry the cumulative text, are throttled to one per 150 ms per run and are
+droppable; a pending delta is flushed before a tool starts and before the final. Tool events go
+only to connections that asked for them (``caps: ["tool-events"]``). Run completion snapshots
+feed ``agent.wait``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from homarus.agents.prompt import strip_silent
+from homarus.security.scopes import READ
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+    from homarus.gateway.events import Recipient
+
+__all__ = ["RunEvents", "RunSnapshot"]
+
+DELTA_INTERVAL_S = 0.150
+
+
+@dataclass
+class RunSnapshot:
+    run_id: str
+    status: str  # running | ok | error | timeout
+    started_at: int | None = None
+    ended_at: int | None = None
+    error: str | None = None
+
+
+@dataclass
+class _ChatState:
+    session_key: str
+    text: str = ""
+    seq: int = 0
+    last_sent: float = 0.0
+    sent_text: str = ""
+    timer: asyncio.TimerHandle | None = None
+
+
+@dataclass
+class RunEvents:
+    gateway: Gateway
+    _chat: dict[str, _ChatState] = field(default_factory=dict)
+    snapshots: dict[str, RunSnapshot] = field(default_factory=dict)
+    _waiters: dict[str, list[asyncio.Future[RunSnapshot]]] = field(default_factory=dict)
+
+    def __call__(self, event: dict[str, Any]) -> None:
+        stream = event["stream"]
+        data = event["data"]
+        run_id = event["runId"]
+        if stream == "tool":
+            self._flush(run_id)
+            self.gateway.bus.broadcast("agent", event, guard=READ, only=_wants_tools)
+        else:
+            self.gateway.bus.broadcast("agent", event, guard=READ)
+        if stream == "assistant":
+            self._delta(run_id, event["sessionKey"], data.get("text", ""), event["seq"])
+        elif stream == "lifecycle":
+            phase = data.get("phase")
+            if phase == "start":
+                self._set(RunSnapshot(run_id, "running", started_at=data.get("startedAt")))
+            elif phase == "end":
+                status = "timeout" if data.get("aborted") else "ok"
+                snap = self.snapshots.get(run_id) or RunSnapshot(run_id, status)
+                self._set(RunSnapshot(run_id, status, snap.started_at, data.get("endedAt"), data.get("error")))
+                self._final(run_id, event, "aborted" if data.get("aborted") else "final")
+            elif phase == "error":
+                snap = self.snapshots.get(run_id) or RunSnapshot(run_id, "error")
+                self._set(RunSnapshot(run_id, "error", snap.started_at, data.get("endedAt"), data.get("error")))
+                self._final(run_id, event, "error")
+
+    # -- agent.wait support -------------------------------------------------------------------
+    def _set(self, snap: RunSnapshot) -> None:
+        self.snapshots[snap.run_id] = snap
+        if len(self.snapshots) > 2000:  # bounded: oldest first
+            for old in list(self.snapshots)[:500]:
+                del self.snapshots[old]
+        if snap.status != "running":
+            for fut in self._waiters.pop(snap.run_id, []):
+                if not fut.done():
+                    fut.set_result(snap)
+
+    async def wait(self, run_id: str, timeout_s: float) -> RunSnapshot | None:
+        snap = self.snapshots.get(run_id)
+        if snap is not None and snap.status != "running":
+            return snap
+        fut: asyncio.Future[RunSnapshot] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(run_id, []).append(fut)
+        try:
+            return await asyncio.wait_for(fut, timeout_s)
+        except TimeoutError:
+            return None
+        finally:
+            waiters = self._waiters.get(run_id)
+            if waiters and fut in waiters:
+                waiters.remove(fut)
+                if not waiters:
+                    del self._waiters[run_id]
+
+    # -- chat ---------------------------------------------------------------------------------
+    def _delta(self, run_id: str, session_key: str, text: str, seq: int) -> None:
+        state = self._chat.setdefault(run_id, _ChatState(session_key))
+        state.text, state.seq = text, seq
+        now = time.monotonic()
+        if now - state.last_sent >= DELTA_INTERVAL_S:
+            self._send_delta(run_id, state)
+        elif state.timer is None:
+            delay = DELTA_INTERVAL_S - (now - state.last_sent)
+            state.timer = asyncio.get_running_loop().call_later(delay, self._send_delta, run_id, state)
+
+    def _send_delta(self, run_id: str, state: _ChatState) -> None:
+        if state.timer is not None:
+            state.timer.cancel()
+            state.timer = None
+        if state.text == state.sent_text or strip_silent(state.text) is None:
+            return
+        state.last_sent = time.monotonic()
+        state.sent_text = state.text
+        self.gateway.bus.broadcast(
+            "chat",
+            {
+                "runId": run_id,
+                "sessionKey": state.session_key,
+                "seq": state.seq,
+                "state": "delta",
+                "message": _assistant(state.text),
+            },
+            guard=READ,
+            droppable=True,
+        )
+
+    def _flush(self, run_id: str) -> None:
+        state = self._chat.get(run_id)
+        if state is not None and state.timer is not None:
+            self._send_delta(run_id, state)
+
+    def _final(self, run_id: str, event: dict[str, Any], kind: str) -> None:
+        self._flush(run_id)
+        state = self._chat.pop(run_id, None)
+        text = state.text if state else ""
+        payload: dict[str, Any] = {
+            "runId": run_id,
+            "sessionKey": event["sessionKey"],
+            "seq": event["seq"],
+            "state": kind,
+        }
+        if kind == "error":
+            payload["errorMessage"] = event["data"].get("error")
+            payload["errorKind"] = "timeout" if "timed out" in str(payload["errorMessage"]) else "unknown"
+        elif text and strip_silent(text) is not None:
+            payload["message"] = _assistant(text)
+        if kind == "final":
+            payload["stopReason"] = event["data"].get("stopReason")
+        self.gateway.bus.broadcast("chat", payload, guard=READ)
+
+
+def _assistant(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": [{"type": "text", "text": text}], "timestamp": int(time.time() * 1000)}
+
+
+def _wants_tools(recipient: Recipient) -> bool:
+    return "tool-events" in recipient.caps

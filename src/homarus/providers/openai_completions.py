@@ -1,0 +1,435 @@
+"""The ``openai-completions`` wire API: ``POST {base_url}/chat/completions`` with SSE streaming.
+
+Speaks to OpenAI and the many compatible servers (vLLM, llama.cpp, Ollama, LM Studio, OpenRouter,
+Groq...), so parsing is lenient: reasoning arrives as ``reasoning_content`` or ``reasoning``, usage may
+sit on the chunk or the choice, a server may ignore ``stream=true`` and answer with one JSON body, and
+tool-call ids may be missing. Everything that goes wrong ends the stream with a ``StreamError``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from homarus.config.models import ProviderConfig
+from homarus.messages import (
+    AssistantMessage,
+    Context,
+    Done,
+    ModelInfo,
+    StopReason,
+    StreamError,
+    StreamEvent,
+    StreamOptions,
+    TextContent,
+    TextDelta,
+    ThinkingContent,
+    ThinkingDelta,
+    ToolCall,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from homarus.providers.classify import error_body_text, http_error_text, parse_retry_after, scrub
+from homarus.providers.sse import Aborted, DeadlineExceeded, HttpStream, SSEParser, describe_transport_error
+
+__all__ = ["OpenAICompletionsProvider", "RemoteError", "apply_cost", "fail", "parse_arguments"]
+
+log = logging.getLogger("homarus.providers")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: error bodies are read only this far; a non-streamed reply up to MAX_BODY
+ERROR_BODY_LIMIT = 64 * 1024
+MAX_BODY = 32 * 1024 * 1024
+_FINISH: dict[str, StopReason] = {
+    "stop": "stop",
+    "eos": "stop",
+    "end_turn": "stop",
+    "length": "length",
+    "max_tokens": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+    "content_filter": "error",
+}
+_EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
+
+
+class RemoteError(Exception):
+    """The server reported a failure inside an otherwise successful response."""
+
+    def __init__(self, text: str, status: int | None = None) -> None:
+        super().__init__(text)
+        self.text = text
+        self.status = status
+
+
+# -- shared by both HTTP adapters ------------------------------------------------------------------
+def apply_cost(usage: Usage, model: ModelInfo) -> Usage:
+    """Fill ``usage.cost`` from the model's $/million-token rates and set ``total_tokens`` if unset."""
+    rate_in, rate_out, rate_read, rate_write = model.cost
+    c = usage.cost
+    c.input = rate_in * usage.input / 1e6
+    c.output = rate_out * usage.output / 1e6
+    c.cache_read = rate_read * usage.cache_read / 1e6
+    c.cache_write = rate_write * usage.cache_write / 1e6
+    c.total = c.input + c.output + c.cache_read + c.cache_write
+    return usage
+
+
+def parse_arguments(call_id: str, name: str, raw: str) -> ToolCall:
+    """The finished argument JSON of a call; broken JSON keeps the call, with ``parse_error`` set."""
+    try:
+        args = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        return ToolCall(call_id, name, {}, parse_error=f"invalid JSON arguments: {exc}")
+    if not isinstance(args, dict):
+        return ToolCall(call_id, name, {}, parse_error="tool arguments must be a JSON object")
+    return ToolCall(call_id, name, args)
+
+
+def fail(
+    msg: AssistantMessage,
+    text: str,
+    secret: str | None,
+    status: int | None = None,
+    retry_after_s: float | None = None,
+    *,
+    aborted: bool = False,
+) -> StreamError:
+    msg.stop_reason = "aborted" if aborted else "error"
+    msg.error_message = scrub(text, secret)
+    return StreamError(msg, status, retry_after_s)
+
+
+def timeout_of(options: StreamOptions, config: ProviderConfig) -> float:
+    return max(0.001, min(options.timeout_s, float(config.timeout_seconds)))
+
+
+def clip(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- request -----------------------------------------------------------------------------------------
+def convert_messages(context: Context) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if context.system_prompt:
+        out.append({"role": "system", "content": context.system_prompt})
+    pending_images: list[dict[str, Any]] = []  # tool-result images ride in a user message after the results
+    for m in context.messages:
+        if not isinstance(m, ToolResultMessage) and pending_images:
+            out.append({"role": "user", "content": [{"type": "text", "text": "Images from tool results:"}]})
+            out[-1]["content"].extend(pending_images)
+            pending_images = []
+        if isinstance(m, UserMessage):
+            if isinstance(m.content, str) or all(isinstance(b, TextContent) for b in m.content):
+                out.append({"role": "user", "content": m.text})
+            else:
+                out.append({"role": "user", "content": [_part(b) for b in m.content]})
+        elif isinstance(m, ToolResultMessage):
+            images = [_part(b) for b in m.content if not isinstance(b, TextContent)]
+            pending_images.extend(images)
+            text = m.text or ("(see the attached image)" if images else "(no output)")
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": text})
+        else:
+            # thinking is not replayed: most compatible servers reject reasoning fields in requests
+            entry: dict[str, Any] = {"role": "assistant", "content": m.text or None}
+            calls = m.tool_calls
+            if calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments, default=str)},
+                    }
+                    for c in calls
+                ]
+            if entry["content"] is not None or calls:
+                out.append(entry)
+    if pending_images:
+        out.append(
+            {"role": "user", "content": [{"type": "text", "text": "Images from tool results:"}, *pending_images]}
+        )
+    return out
+
+
+def _part(block: Any) -> dict[str, Any]:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text}
+    return {"type": "image_url", "image_url": {"url": f"data:{block.mime_type};base64,{block.data}"}}
+
+
+def build_body(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model.id,
+        "messages": convert_messages(context),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "max_tokens": options.max_tokens or model.max_tokens,
+    }
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if options.reasoning and model.reasoning:
+        body["reasoning_effort"] = _EFFORT.get(options.reasoning, "medium")
+    has_calls = any(isinstance(m, AssistantMessage) and m.tool_calls for m in context.messages)
+    if context.tools or has_calls:
+        # an empty list is still sent when the history holds calls: LiteLLM/Anthropic proxies need it
+        body["tools"] = [
+            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            for t in context.tools
+        ]
+    return body
+
+
+# -- response ----------------------------------------------------------------------------------------
+@dataclass
+class _Call:
+    id: str
+    name: str
+    index: int
+    args: list[str] = field(default_factory=list)
+    ended: bool = False
+
+
+class _Decoder:
+    """Turns chunks (or one non-streamed body) into events, accumulating the final message."""
+
+    def __init__(self, msg: AssistantMessage, model: ModelInfo) -> None:
+        self.msg = msg
+        self.model = model
+        self.finish_reason: str | None = None
+        self.done = False  # [DONE] seen
+        self._open: tuple[str, int] | None = None
+        self._calls: dict[int, _Call] = {}
+        self._usage: dict[str, Any] | None = None
+
+    def on_data(self, data: str) -> list[StreamEvent]:
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise RemoteError(f"malformed event-stream data: {clip(data)}") from None
+        if not isinstance(chunk, dict):
+            raise RemoteError(f"unexpected event-stream data: {clip(data)}")
+        return self.on_chunk(chunk)
+
+    def on_chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
+        err = chunk.get("error")
+        if err:
+            text = error_body_text(chunk) or f"stream error: {clip(json.dumps(chunk))}"
+            code = err.get("code") if isinstance(err, dict) else None
+            raise RemoteError(text, code if isinstance(code, int) else None)
+        out: list[StreamEvent] = []
+        if isinstance(chunk.get("usage"), dict):
+            self._usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            if isinstance(choice.get("usage"), dict):
+                self._usage = choice["usage"]
+            delta = choice.get("delta") or choice.get("message") or {}
+            if isinstance(delta, dict):
+                self._delta(delta, out)
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+        return out
+
+    def _delta(self, delta: dict[str, Any], out: list[StreamEvent]) -> None:
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            self._append("thinking", reasoning, out)
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            self._append("text", content, out)
+        calls = delta.get("tool_calls")
+        for pos, tc in enumerate(calls if isinstance(calls, list) else []):
+            if isinstance(tc, dict):
+                self._tool(pos, tc, out)
+
+    def _append(self, kind: str, text: str, out: list[StreamEvent]) -> None:
+        if self._open is None or self._open[0] != kind:
+            self.msg.content.append(TextContent("") if kind == "text" else ThinkingContent(""))
+            self._open = (kind, len(self.msg.content) - 1)
+        index = self._open[1]
+        block = self.msg.content[index]
+        if isinstance(block, TextContent):
+            block.text += text
+            out.append(TextDelta(index, text))
+        elif isinstance(block, ThinkingContent):
+            block.thinking += text
+            out.append(ThinkingDelta(index, text))
+
+    def _tool(self, pos: int, tc: dict[str, Any], out: list[StreamEvent]) -> None:
+        key = tc["index"] if isinstance(tc.get("index"), int) else pos
+        fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
+        assert isinstance(fn, dict)
+        call = self._calls.get(key)
+        if call is None:
+            self._end_calls(out)  # calls arrive one after another: a new index closes the previous one
+            call_id = str(tc.get("id") or f"call_{uuid.uuid4().hex[:24]}")  # some local servers omit ids
+            call = _Call(call_id, str(fn.get("name") or ""), len(self.msg.content))
+            self._calls[key] = call
+            self.msg.content.append(ToolCall(call.id, call.name, {}))
+            self._open = None
+            out.append(ToolCallStart(call.index, call.id, call.name))
+        elif fn.get("name") and not call.name:
+            call.name = str(fn["name"])
+        args = fn.get("arguments")
+        if isinstance(args, dict):  # a few servers send the object itself
+            args = json.dumps(args)
+        if isinstance(args, str) and args:
+            call.args.append(args)
+            out.append(ToolCallDelta(call.index, args))
+
+    def _end_calls(self, out: list[StreamEvent]) -> None:
+        for call in self._calls.values():
+            if not call.ended:
+                call.ended = True
+                parsed = parse_arguments(call.id, call.name, "".join(call.args))
+                self.msg.content[call.index] = parsed
+                out.append(ToolCallEnd(call.index, parsed))
+
+    def on_body(self, raw: bytes, content_type: str) -> list[StreamEvent]:
+        """A reply that is not ``text/event-stream``: one JSON completion, or SSE with the wrong type."""
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and ("choices" in data or "error" in data):
+            out = self.on_chunk(data)
+            self.done = True
+            return out
+        parser = SSEParser()
+        out = []
+        for event in [*parser.feed(raw), *parser.close()]:
+            if event.data.strip() == "[DONE]":
+                self.done = True
+                break
+            out.extend(self.on_data(event.data))
+        if not out and not self.done and self.finish_reason is None:
+            shown = clip(raw.decode("utf-8", errors="replace")) or "(empty)"
+            raise RemoteError(f"unexpected response body ({content_type or 'no content-type'}): {shown}")
+        return out
+
+    def finish(self, secret: str | None) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for call in self._calls.values():
+            if call.ended:  # the final message is authoritative, should a fragment arrive late
+                self.msg.content[call.index] = parse_arguments(call.id, call.name, "".join(call.args))
+        self._end_calls(out)
+        if self._usage is not None:
+            self.msg.usage = normalise_usage(self._usage, self.model)
+        if self.finish_reason is None and not self.done:
+            out.append(fail(self.msg, "stream ended before the response was complete (no finish_reason)", secret))
+            return out
+        reason = _FINISH.get(self.finish_reason or "stop", "stop")
+        if reason == "stop" and self._calls:
+            reason = "toolUse"  # Ollama and others say "stop" after tool calls
+        if reason == "error":
+            out.append(fail(self.msg, f"the provider stopped the response ({self.finish_reason})", secret))
+            return out
+        self.msg.stop_reason = reason
+        out.append(Done(self.msg))
+        return out
+
+
+def normalise_usage(raw: dict[str, Any], model: ModelInfo) -> Usage:
+    def num(value: Any) -> int:
+        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+    details = raw.get("prompt_tokens_details")
+    cached = num(details.get("cached_tokens")) if isinstance(details, dict) else 0
+    prompt = num(raw.get("prompt_tokens"))
+    usage = Usage(max(0, prompt - cached), num(raw.get("completion_tokens")), cached)
+    usage.total_tokens = usage.input + usage.output + usage.cache_read
+    return apply_cost(usage, model)
+
+
+class OpenAICompletionsProvider:
+    api = "openai-completions"
+
+    def __init__(self, provider_id: str, config: ProviderConfig, *, client: httpx.AsyncClient | None = None) -> None:
+        self.provider_id = provider_id
+        self.config = config
+        self._client = client
+        self._owns_client = client is None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(float(self.config.timeout_seconds)))
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _headers(self, model: ModelInfo, options: StreamOptions) -> dict[str, str]:
+        headers = {"content-type": "application/json"}
+        if options.api_key:
+            headers["authorization"] = f"Bearer {options.api_key}"
+        # explicit config headers win (e.g. a proxy that wants its own auth header)
+        headers.update({k.lower(): v for k, v in self.config.headers.items()})
+        headers.update({k.lower(): v for k, v in model.headers})
+        return headers
+
+    async def stream(self, model: ModelInfo, context: Context, options: StreamOptions) -> AsyncIterator[StreamEvent]:
+        msg = AssistantMessage(api=self.api, provider=model.provider, model=model.id)
+        key = options.api_key
+        base = (model.base_url or self.config.base_url or DEFAULT_BASE_URL).rstrip("/")
+        try:
+            content = json.dumps(build_body(model, context, options), default=str).encode()
+        except (TypeError, ValueError) as exc:
+            yield fail(msg, f"cannot encode the request: {exc}", key)
+            return
+        timeout = timeout_of(options, self.config)
+        http = HttpStream(
+            self._http(),
+            f"{base}/chat/completions",
+            content=content,
+            headers=self._headers(model, options),
+            abort=options.abort,
+            timeout_s=timeout,
+        )
+        decoder = _Decoder(msg, model)
+        try:
+            head = await http.open()
+            if head.status >= 400:
+                body = await http.read(ERROR_BODY_LIMIT)
+                yield fail(msg, http_error_text(head.status, body), key, head.status, parse_retry_after(head.headers))
+                return
+            if "event-stream" in head.content_type:
+                async for event in http.events():
+                    if event.data.strip() == "[DONE]":
+                        decoder.done = True
+                        break
+                    for out in decoder.on_data(event.data):
+                        if options.abort is not None and options.abort.is_set():
+                            raise Aborted
+                        yield out
+            else:
+                for out in decoder.on_body(await http.read(MAX_BODY), head.content_type):
+                    yield out
+            for out in decoder.finish(key):
+                yield out
+        except Aborted:
+            yield fail(msg, "aborted", key, aborted=True)
+        except DeadlineExceeded:
+            yield fail(msg, f"request timed out after {timeout:g}s", key)
+        except RemoteError as exc:
+            yield fail(msg, exc.text, key, exc.status)
+        except httpx.HTTPError as exc:
+            yield fail(msg, describe_transport_error(exc), key)
+        except Exception as exc:  # a bug or an unforeseen body shape must still end the stream cleanly
+            log.warning("openai-completions %s: unexpected %s", model.ref, type(exc).__name__, exc_info=True)
+            yield fail(msg, f"unexpected error reading the response: {type(exc).__name__}: {exc}", key)
+        finally:
+            await http.aclose()

@@ -1,0 +1,52 @@
+"""Harmless built-in tools that exist in every install: ``current_time`` and ``session_status``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from homarus.tools.base import Tool, ToolContext, ToolRegistry, ToolResult, tool_from_function
+
+__all__ = ["builtin_tools", "register_builtins"]
+
+
+async def current_time(ctx: ToolContext, timezone: str | None = None) -> ToolResult:
+    """Current date and time, in the given IANA timezone (e.g. Europe/Paris) or UTC."""
+    try:
+        tz = ZoneInfo(timezone) if timezone else UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        return ToolResult.text(f"Unknown timezone {timezone!r}; use an IANA name such as Europe/Paris.", is_error=True)
+    now = datetime.now(tz)
+    return ToolResult.text(now.strftime("%A %Y-%m-%d %H:%M:%S %Z (UTC%z)"), details={"iso": now.isoformat()})
+
+
+async def session_status(ctx: ToolContext) -> ToolResult:
+    """Status of the current session: key, model, token counts, compactions, when it started."""
+    sessions: Any = ctx.services.get("sessions")
+    info: dict[str, Any] = {"sessionKey": ctx.session_key, "agentId": ctx.agent_id, "runId": ctx.run_id}
+    if sessions is not None:
+        ref = sessions.get(sessions.resolve_key(ctx.session_key))
+        if ref is not None:
+            entry = ref.entry
+            info.update(
+                sessionId=entry.session_id,
+                model=entry.model_override or entry.model,
+                inputTokens=entry.input_tokens,
+                outputTokens=entry.output_tokens,
+                totalTokens=entry.total_tokens,
+                compactions=entry.compaction_count or 0,
+                createdAt=entry.created_at,
+                label=entry.label,
+            )
+    lines = [f"{k}: {v}" for k, v in info.items() if v is not None]
+    return ToolResult.text("\n".join(lines), details=info)
+
+
+def builtin_tools() -> list[Tool]:
+    return [tool_from_function(current_time), tool_from_function(session_status)]
+
+
+def register_builtins(registry: ToolRegistry) -> None:
+    for tool in builtin_tools():
+        registry.register(tool)
