@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from homarus.messages import AssistantMessage, Message, TextContent, UserMessage, message_from_json
+from homarus.agents.compaction import summary_message
+from homarus.messages import AssistantMessage, Message, message_from_json
 from homarus.sessions.transcript import Transcript
 
-__all__ = ["COMPACTION_PREFIX", "load_history", "persist_messages", "previous_summary"]
-
-COMPACTION_PREFIX = "The conversation history before this point was compacted into the following summary:"
+__all__ = ["load_history", "persist_messages", "previous_summary"]
 
 
 def load_history(transcript: Transcript) -> tuple[list[Message], list[str]]:
@@ -27,7 +26,7 @@ def load_history(transcript: Transcript) -> tuple[list[Message], list[str]]:
     messages: list[Message] = []
     ids_out: list[str] = []
     if summary is not None:
-        messages.append(UserMessage([TextContent(f"{COMPACTION_PREFIX}\n\n{summary}")]))
+        messages.append(summary_message(summary))
         ids_out.append("")
     for entry in entries[start:]:
         if entry.get("type") != "message" or not isinstance(entry.get("message"), dict):

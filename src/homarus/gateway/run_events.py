@@ -67,11 +67,13 @@ class RunEvents:
             if phase == "start":
                 self._set(RunSnapshot(run_id, "running", started_at=data.get("startedAt")))
             elif phase == "end":
+                self._settle_chat(run_id, "aborted" if data.get("aborted") else "ok")
                 status = "timeout" if data.get("aborted") else "ok"
                 snap = self.snapshots.get(run_id) or RunSnapshot(run_id, status)
                 self._set(RunSnapshot(run_id, status, snap.started_at, data.get("endedAt"), data.get("error")))
                 self._final(run_id, event, "aborted" if data.get("aborted") else "final")
             elif phase == "error":
+                self._settle_chat(run_id, "error", data.get("error"))
                 snap = self.snapshots.get(run_id) or RunSnapshot(run_id, "error")
                 self._set(RunSnapshot(run_id, "error", snap.started_at, data.get("endedAt"), data.get("error")))
                 self._final(run_id, event, "error")
@@ -86,6 +88,23 @@ class RunEvents:
             for fut in self._waiters.pop(snap.run_id, []):
                 if not fut.done():
                     fut.set_result(snap)
+
+    def _settle_chat(self, run_id: str, status: str, error: str | None = None) -> None:
+        """A client that saw the final event and retries must get the outcome, not "in_flight"."""
+        cached = self.gateway.dedupe.get(f"chat:{run_id}")
+        if cached is not None and not cached.terminal:
+            ok = status != "error"
+            self.gateway.dedupe.put(
+                f"chat:{run_id}",
+                status,
+                ok=ok,
+                error=None if ok else {"code": "UNAVAILABLE", "message": error or "run failed"},
+            )
+
+    def finished(self, run_id: str, status: str, started_at: int, ended_at: int, error: str | None) -> None:
+        """Record the end of a run id that may have had no events of its own (steered or collected)."""
+        mapped = {"aborted": "timeout"}.get(status, status)
+        self._set(RunSnapshot(run_id, mapped, started_at, ended_at, error))
 
     async def wait(self, run_id: str, timeout_s: float) -> RunSnapshot | None:
         snap = self.snapshots.get(run_id)

@@ -11,17 +11,14 @@ result always map to the same wire id without any per-conversation table.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-import logging
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
-from homarus.config.models import ProviderConfig
 from homarus.messages import (
     AssistantMessage,
     Context,
@@ -42,22 +39,19 @@ from homarus.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from homarus.providers.classify import error_body_text, http_error_text, parse_retry_after
-from homarus.providers.openai_completions import (
-    ERROR_BODY_LIMIT,
-    MAX_BODY,
+from homarus.providers.classify import error_body_text
+from homarus.providers.sse import (
+    HttpAdapter,
     RemoteError,
+    SSEEvent,
+    SSEParser,
     apply_cost,
     clip,
     fail,
     parse_arguments,
-    timeout_of,
 )
-from homarus.providers.sse import Aborted, DeadlineExceeded, HttpStream, SSEParser, describe_transport_error
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesProvider", "convert_messages", "wire_tool_id"]
-
-log = logging.getLogger("homarus.providers")
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -192,6 +186,13 @@ class _Decoder:
         self.stop_reason: str | None = None
         self.stopped = False  # message_stop seen
         self._blocks: dict[int, _Block] = {}
+
+    @property
+    def complete(self) -> bool:
+        return self.stopped
+
+    def on_sse(self, event: SSEEvent) -> list[StreamEvent]:
+        return self.on_data(event.event, event.data)
 
     def on_data(self, name: str, data: str) -> list[StreamEvent]:
         try:
@@ -346,32 +347,8 @@ class _Decoder:
         return out
 
 
-class AnthropicMessagesProvider:
+class AnthropicMessagesProvider(HttpAdapter):
     api = "anthropic-messages"
-
-    def __init__(self, provider_id: str, config: ProviderConfig, *, client: httpx.AsyncClient | None = None) -> None:
-        self.provider_id = provider_id
-        self.config = config
-        self._client = client
-        self._owns_client = client is None
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(float(self.config.timeout_seconds)))
-        return self._client
-
-    async def aclose(self) -> None:
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
-
-    def _headers(self, model: ModelInfo, options: StreamOptions) -> dict[str, str]:
-        headers = {"content-type": "application/json", "anthropic-version": ANTHROPIC_VERSION}
-        if options.api_key:
-            headers["x-api-key"] = options.api_key
-        headers.update({k.lower(): v for k, v in self.config.headers.items()})
-        headers.update({k.lower(): v for k, v in model.headers})
-        return headers
 
     @staticmethod
     def url(base: str) -> str:
@@ -380,52 +357,17 @@ class AnthropicMessagesProvider:
         return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
     async def stream(self, model: ModelInfo, context: Context, options: StreamOptions) -> AsyncIterator[StreamEvent]:
-        msg = AssistantMessage(api=self.api, provider=model.provider, model=model.id)
-        key = options.api_key
-        try:
-            content = json.dumps(build_body(model, context, options), default=str).encode()
-        except (TypeError, ValueError) as exc:
-            yield fail(msg, f"cannot encode the request: {exc}", key)
-            return
-        timeout = timeout_of(options, self.config)
-        http = HttpStream(
-            self._http(),
+        auth = {"anthropic-version": ANTHROPIC_VERSION}
+        if options.api_key:
+            auth["x-api-key"] = options.api_key
+        decoder = _Decoder(AssistantMessage(api=self.api, provider=model.provider, model=model.id), model)
+        events = self.run(
             self.url(model.base_url or self.config.base_url or DEFAULT_BASE_URL),
-            content=content,
-            headers=self._headers(model, options),
-            abort=options.abort,
-            timeout_s=timeout,
+            lambda: build_body(model, context, options),
+            self._headers(model, auth),
+            options,
+            decoder,
         )
-        decoder = _Decoder(msg, model)
-        try:
-            head = await http.open()
-            if head.status >= 400:
-                body = await http.read(ERROR_BODY_LIMIT)
-                yield fail(msg, http_error_text(head.status, body), key, head.status, parse_retry_after(head.headers))
-                return
-            if "event-stream" in head.content_type:
-                async for event in http.events():
-                    for out in decoder.on_data(event.event, event.data):
-                        if options.abort is not None and options.abort.is_set():
-                            raise Aborted
-                        yield out
-                    if decoder.stopped:
-                        break
-            else:
-                for out in decoder.on_body(await http.read(MAX_BODY), head.content_type):
-                    yield out
-            for out in decoder.finish(key):
-                yield out
-        except Aborted:
-            yield fail(msg, "aborted", key, aborted=True)
-        except DeadlineExceeded:
-            yield fail(msg, f"request timed out after {timeout:g}s", key)
-        except RemoteError as exc:
-            yield fail(msg, exc.text, key, exc.status)
-        except httpx.HTTPError as exc:
-            yield fail(msg, describe_transport_error(exc), key)
-        except Exception as exc:  # a bug or an unforeseen body shape must still end the stream cleanly
-            log.warning("anthropic-messages %s: unexpected %s", model.ref, type(exc).__name__, exc_info=True)
-            yield fail(msg, f"unexpected error reading the response: {type(exc).__name__}: {exc}", key)
-        finally:
-            await http.aclose()
+        async with contextlib.aclosing(events):  # an early break by the consumer closes the response now
+            async for event in events:
+                yield event

@@ -8,23 +8,19 @@ tool-call ids may be missing. Everything that goes wrong ends the stream with a 
 
 from __future__ import annotations
 
+import contextlib
 import json
-import logging
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
-from homarus.config.models import ProviderConfig
 from homarus.messages import (
     AssistantMessage,
     Context,
     Done,
     ModelInfo,
     StopReason,
-    StreamError,
     StreamEvent,
     StreamOptions,
     TextContent,
@@ -39,17 +35,21 @@ from homarus.messages import (
     Usage,
     UserMessage,
 )
-from homarus.providers.classify import error_body_text, http_error_text, parse_retry_after, scrub
-from homarus.providers.sse import Aborted, DeadlineExceeded, HttpStream, SSEParser, describe_transport_error
+from homarus.providers.classify import error_body_text
+from homarus.providers.sse import (
+    HttpAdapter,
+    RemoteError,
+    SSEEvent,
+    SSEParser,
+    apply_cost,
+    clip,
+    fail,
+    parse_arguments,
+)
 
-__all__ = ["OpenAICompletionsProvider", "RemoteError", "apply_cost", "fail", "parse_arguments"]
-
-log = logging.getLogger("homarus.providers")
+__all__ = ["OpenAICompletionsProvider", "build_body", "convert_messages", "normalise_usage"]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-#: error bodies are read only this far; a non-streamed reply up to MAX_BODY
-ERROR_BODY_LIMIT = 64 * 1024
-MAX_BODY = 32 * 1024 * 1024
 _FINISH: dict[str, StopReason] = {
     "stop": "stop",
     "eos": "stop",
@@ -61,62 +61,6 @@ _FINISH: dict[str, StopReason] = {
     "content_filter": "error",
 }
 _EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
-
-
-class RemoteError(Exception):
-    """The server reported a failure inside an otherwise successful response."""
-
-    def __init__(self, text: str, status: int | None = None) -> None:
-        super().__init__(text)
-        self.text = text
-        self.status = status
-
-
-# -- shared by both HTTP adapters ------------------------------------------------------------------
-def apply_cost(usage: Usage, model: ModelInfo) -> Usage:
-    """Fill ``usage.cost`` from the model's $/million-token rates and set ``total_tokens`` if unset."""
-    rate_in, rate_out, rate_read, rate_write = model.cost
-    c = usage.cost
-    c.input = rate_in * usage.input / 1e6
-    c.output = rate_out * usage.output / 1e6
-    c.cache_read = rate_read * usage.cache_read / 1e6
-    c.cache_write = rate_write * usage.cache_write / 1e6
-    c.total = c.input + c.output + c.cache_read + c.cache_write
-    return usage
-
-
-def parse_arguments(call_id: str, name: str, raw: str) -> ToolCall:
-    """The finished argument JSON of a call; broken JSON keeps the call, with ``parse_error`` set."""
-    try:
-        args = json.loads(raw) if raw.strip() else {}
-    except ValueError as exc:
-        return ToolCall(call_id, name, {}, parse_error=f"invalid JSON arguments: {exc}")
-    if not isinstance(args, dict):
-        return ToolCall(call_id, name, {}, parse_error="tool arguments must be a JSON object")
-    return ToolCall(call_id, name, args)
-
-
-def fail(
-    msg: AssistantMessage,
-    text: str,
-    secret: str | None,
-    status: int | None = None,
-    retry_after_s: float | None = None,
-    *,
-    aborted: bool = False,
-) -> StreamError:
-    msg.stop_reason = "aborted" if aborted else "error"
-    msg.error_message = scrub(text, secret)
-    return StreamError(msg, status, retry_after_s)
-
-
-def timeout_of(options: StreamOptions, config: ProviderConfig) -> float:
-    return max(0.001, min(options.timeout_s, float(config.timeout_seconds)))
-
-
-def clip(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- request -----------------------------------------------------------------------------------------
@@ -212,6 +156,16 @@ class _Decoder:
         self._calls: dict[int, _Call] = {}
         self._usage: dict[str, Any] | None = None
 
+    @property
+    def complete(self) -> bool:
+        return self.done
+
+    def on_sse(self, event: SSEEvent) -> list[StreamEvent]:
+        if event.data.strip() == "[DONE]":
+            self.done = True
+            return []
+        return self.on_data(event.data)
+
     def on_data(self, data: str) -> list[StreamEvent]:
         try:
             chunk = json.loads(data)
@@ -269,8 +223,9 @@ class _Decoder:
 
     def _tool(self, pos: int, tc: dict[str, Any], out: list[StreamEvent]) -> None:
         key = tc["index"] if isinstance(tc.get("index"), int) else pos
-        fn = tc.get("function") if isinstance(tc.get("function"), dict) else {}
-        assert isinstance(fn, dict)
+        fn = tc.get("function")
+        if not isinstance(fn, dict):
+            fn = {}
         call = self._calls.get(key)
         if call is None:
             self._end_calls(out)  # calls arrive one after another: a new index closes the previous one
@@ -310,10 +265,9 @@ class _Decoder:
         parser = SSEParser()
         out = []
         for event in [*parser.feed(raw), *parser.close()]:
-            if event.data.strip() == "[DONE]":
-                self.done = True
+            out.extend(self.on_sse(event))
+            if self.done:
                 break
-            out.extend(self.on_data(event.data))
         if not out and not self.done and self.finish_reason is None:
             shown = clip(raw.decode("utf-8", errors="replace")) or "(empty)"
             raise RemoteError(f"unexpected response body ({content_type or 'no content-type'}): {shown}")
@@ -353,83 +307,20 @@ def normalise_usage(raw: dict[str, Any], model: ModelInfo) -> Usage:
     return apply_cost(usage, model)
 
 
-class OpenAICompletionsProvider:
+class OpenAICompletionsProvider(HttpAdapter):
     api = "openai-completions"
 
-    def __init__(self, provider_id: str, config: ProviderConfig, *, client: httpx.AsyncClient | None = None) -> None:
-        self.provider_id = provider_id
-        self.config = config
-        self._client = client
-        self._owns_client = client is None
-
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(float(self.config.timeout_seconds)))
-        return self._client
-
-    async def aclose(self) -> None:
-        if self._owns_client and self._client is not None:
-            await self._client.aclose()
-            self._client = None
-
-    def _headers(self, model: ModelInfo, options: StreamOptions) -> dict[str, str]:
-        headers = {"content-type": "application/json"}
-        if options.api_key:
-            headers["authorization"] = f"Bearer {options.api_key}"
-        # explicit config headers win (e.g. a proxy that wants its own auth header)
-        headers.update({k.lower(): v for k, v in self.config.headers.items()})
-        headers.update({k.lower(): v for k, v in model.headers})
-        return headers
-
     async def stream(self, model: ModelInfo, context: Context, options: StreamOptions) -> AsyncIterator[StreamEvent]:
-        msg = AssistantMessage(api=self.api, provider=model.provider, model=model.id)
-        key = options.api_key
         base = (model.base_url or self.config.base_url or DEFAULT_BASE_URL).rstrip("/")
-        try:
-            content = json.dumps(build_body(model, context, options), default=str).encode()
-        except (TypeError, ValueError) as exc:
-            yield fail(msg, f"cannot encode the request: {exc}", key)
-            return
-        timeout = timeout_of(options, self.config)
-        http = HttpStream(
-            self._http(),
+        auth = {"authorization": f"Bearer {options.api_key}"} if options.api_key else {}
+        decoder = _Decoder(AssistantMessage(api=self.api, provider=model.provider, model=model.id), model)
+        events = self.run(
             f"{base}/chat/completions",
-            content=content,
-            headers=self._headers(model, options),
-            abort=options.abort,
-            timeout_s=timeout,
+            lambda: build_body(model, context, options),
+            self._headers(model, auth),
+            options,
+            decoder,
         )
-        decoder = _Decoder(msg, model)
-        try:
-            head = await http.open()
-            if head.status >= 400:
-                body = await http.read(ERROR_BODY_LIMIT)
-                yield fail(msg, http_error_text(head.status, body), key, head.status, parse_retry_after(head.headers))
-                return
-            if "event-stream" in head.content_type:
-                async for event in http.events():
-                    if event.data.strip() == "[DONE]":
-                        decoder.done = True
-                        break
-                    for out in decoder.on_data(event.data):
-                        if options.abort is not None and options.abort.is_set():
-                            raise Aborted
-                        yield out
-            else:
-                for out in decoder.on_body(await http.read(MAX_BODY), head.content_type):
-                    yield out
-            for out in decoder.finish(key):
-                yield out
-        except Aborted:
-            yield fail(msg, "aborted", key, aborted=True)
-        except DeadlineExceeded:
-            yield fail(msg, f"request timed out after {timeout:g}s", key)
-        except RemoteError as exc:
-            yield fail(msg, exc.text, key, exc.status)
-        except httpx.HTTPError as exc:
-            yield fail(msg, describe_transport_error(exc), key)
-        except Exception as exc:  # a bug or an unforeseen body shape must still end the stream cleanly
-            log.warning("openai-completions %s: unexpected %s", model.ref, type(exc).__name__, exc_info=True)
-            yield fail(msg, f"unexpected error reading the response: {type(exc).__name__}: {exc}", key)
-        finally:
-            await http.aclose()
+        async with contextlib.aclosing(events):  # an early break by the consumer closes the response now
+            async for event in events:
+                yield event

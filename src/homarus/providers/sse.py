@@ -1,4 +1,4 @@
-"""Server-Sent Events: an incremental parser, and a streamed HTTP reply raced against abort and a deadline.
+"""Streaming plumbing shared by the HTTP adapters: SSE parsing, a guarded streamed request, the driver.
 
 :class:`SSEParser` follows the WHATWG event-stream rules closely enough for LLM APIs: chunks may split
 anywhere (mid-line, mid-CRLF, mid-UTF-8 sequence); ``data:`` lines accumulate joined by ``\\n``;
@@ -7,16 +7,24 @@ comments (``:``) and ``id``/``retry`` are ignored; an event is dispatched on a b
 :class:`HttpStream` runs one ``httpx`` request in a helper task that feeds a bounded queue. The caller
 only ever waits on that queue, so each wait can be raced against ``abort`` and the overall deadline
 without cancelling httpx from a foreign task; cancelling the helper task closes the response.
+
+:class:`HttpAdapter` drives a wire-specific :class:`WireDecoder` over that stream and turns every
+failure (HTTP status, transport, timeout, abort, garbage) into the one final ``StreamError``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import codecs
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Mapping
+import json
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
+
+from homarus.config.models import ProviderConfig
+from homarus.messages import AssistantMessage, ModelInfo, StreamError, StreamEvent, StreamOptions, ToolCall, Usage
+from homarus.providers.classify import http_error_text, parse_retry_after, scrub
 
 if TYPE_CHECKING:
     import httpx
@@ -24,18 +32,30 @@ if TYPE_CHECKING:
 __all__ = [
     "Aborted",
     "DeadlineExceeded",
+    "HttpAdapter",
     "HttpHead",
     "HttpStream",
+    "RemoteError",
     "SSEError",
     "SSEEvent",
     "SSEParser",
+    "WireDecoder",
+    "apply_cost",
+    "clip",
     "describe_transport_error",
+    "fail",
+    "parse_arguments",
 ]
+
+log = logging.getLogger("homarus.providers")
 
 T = TypeVar("T")
 
 #: a single SSE line longer than this is not an LLM stream; stop before buffering unbounded garbage
 MAX_LINE_CHARS = 8 * 1024 * 1024
+#: error bodies are read only this far; a non-streamed reply up to MAX_BODY
+ERROR_BODY_LIMIT = 64 * 1024
+MAX_BODY = 32 * 1024 * 1024
 
 
 class SSEError(ValueError):
@@ -168,8 +188,6 @@ class HttpStream:
                 async for chunk in response.aiter_bytes():
                     await self._queue.put(chunk)
             await self._queue.put(_END)
-        except asyncio.CancelledError:
-            raise
         except Exception as exc:  # handed to the reader, which maps it to a StreamError
             await self._queue.put(exc)
 
@@ -230,11 +248,11 @@ class HttpStream:
             yield event
 
     async def aclose(self) -> None:
-        for fut in (self._task, self._abort_wait):
-            if fut is not None and not fut.done():
-                fut.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await fut
+        pending = {f for f in (self._task, self._abort_wait) if f is not None and not f.done()}
+        for fut in pending:
+            fut.cancel()
+        if pending:  # wait() neither raises the helpers' CancelledError nor swallows our own
+            await asyncio.wait(pending)
 
 
 def describe_transport_error(exc: BaseException) -> str:
@@ -251,3 +269,156 @@ def describe_transport_error(exc: BaseException) -> str:
     if isinstance(exc, httpx.DecodingError):
         return f"undecodable response body: {detail}"
     return f"connection error: {type(exc).__name__}: {detail}"
+
+
+# -- building the final message ----------------------------------------------------------------------
+class RemoteError(Exception):
+    """The server reported a failure inside an otherwise successful response (or sent garbage)."""
+
+    def __init__(self, text: str, status: int | None = None) -> None:
+        super().__init__(text)
+        self.text = text
+        self.status = status
+
+
+def clip(text: str, limit: int = 200) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def fail(
+    msg: AssistantMessage,
+    text: str,
+    secret: str | None,
+    status: int | None = None,
+    retry_after_s: float | None = None,
+    *,
+    aborted: bool = False,
+) -> StreamError:
+    msg.stop_reason = "aborted" if aborted else "error"
+    msg.error_message = scrub(text, secret)
+    return StreamError(msg, status, retry_after_s)
+
+
+def apply_cost(usage: Usage, model: ModelInfo) -> Usage:
+    """Fill ``usage.cost`` from the model's $/million-token rates."""
+    rate_in, rate_out, rate_read, rate_write = model.cost
+    c = usage.cost
+    c.input = rate_in * usage.input / 1e6
+    c.output = rate_out * usage.output / 1e6
+    c.cache_read = rate_read * usage.cache_read / 1e6
+    c.cache_write = rate_write * usage.cache_write / 1e6
+    c.total = c.input + c.output + c.cache_read + c.cache_write
+    return usage
+
+
+def parse_arguments(call_id: str, name: str, raw: str) -> ToolCall:
+    """The finished argument JSON of a call; broken JSON keeps the call, with ``parse_error`` set."""
+    try:
+        args = json.loads(raw) if raw.strip() else {}
+    except ValueError as exc:
+        return ToolCall(call_id, name, {}, parse_error=f"invalid JSON arguments: {exc}")
+    if not isinstance(args, dict):
+        return ToolCall(call_id, name, {}, parse_error="tool arguments must be a JSON object")
+    return ToolCall(call_id, name, args)
+
+
+# -- the driver ----------------------------------------------------------------------------------------
+class WireDecoder(Protocol):
+    """Wire-specific response parsing; raises :class:`RemoteError` for in-band errors and garbage."""
+
+    msg: AssistantMessage
+
+    @property
+    def complete(self) -> bool:
+        """The terminal marker arrived; stop reading."""
+        ...
+
+    def on_sse(self, event: SSEEvent) -> list[StreamEvent]: ...
+
+    def on_body(self, raw: bytes, content_type: str) -> list[StreamEvent]: ...
+
+    def finish(self, secret: str | None) -> list[StreamEvent]: ...
+
+
+class HttpAdapter:
+    """Base of the HTTP providers: client ownership, headers, and :meth:`run`, the shared stream loop."""
+
+    api = ""
+
+    def __init__(self, provider_id: str, config: ProviderConfig, *, client: httpx.AsyncClient | None = None) -> None:
+        self.provider_id = provider_id
+        self.config = config
+        self._client = client
+        self._owns_client = client is None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(float(self.config.timeout_seconds)))
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client this adapter opened itself (a shared one belongs to its creator)."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _headers(self, model: ModelInfo, base: dict[str, str]) -> dict[str, str]:
+        headers = {"content-type": "application/json", **base}
+        # explicit config headers win (e.g. a proxy that wants its own auth header)
+        headers.update({k.lower(): v for k, v in self.config.headers.items()})
+        headers.update({k.lower(): v for k, v in model.headers})
+        return headers
+
+    async def run(
+        self,
+        url: str,
+        make_body: Callable[[], dict[str, Any]],
+        headers: dict[str, str],
+        options: StreamOptions,
+        decoder: WireDecoder,
+    ) -> AsyncGenerator[StreamEvent, None]:
+        import httpx
+
+        msg, key = decoder.msg, options.api_key
+        try:
+            content = json.dumps(make_body(), default=str).encode()
+        except (TypeError, ValueError) as exc:
+            yield fail(msg, f"cannot encode the request: {exc}", key)
+            return
+        timeout = max(0.001, min(options.timeout_s, float(self.config.timeout_seconds)))
+        http = HttpStream(self._http(), url, content=content, headers=headers, abort=options.abort, timeout_s=timeout)
+        try:
+            head = await http.open()
+            if head.status >= 400:
+                body = await http.read(ERROR_BODY_LIMIT)
+                yield fail(msg, http_error_text(head.status, body), key, head.status, parse_retry_after(head.headers))
+                return
+            if "event-stream" in head.content_type:
+                async for event in http.events():
+                    for out in decoder.on_sse(event):
+                        if options.abort is not None and options.abort.is_set():
+                            raise Aborted  # the consumer aborted while handling the previous event
+                        yield out
+                    if decoder.complete:
+                        break
+            else:
+                for out in decoder.on_body(await http.read(MAX_BODY), head.content_type):
+                    yield out
+            for out in decoder.finish(key):
+                yield out
+        except Aborted:
+            yield fail(msg, "aborted", key, aborted=True)
+        except DeadlineExceeded:
+            yield fail(msg, f"request timed out after {timeout:g}s", key)
+        except RemoteError as exc:
+            yield fail(msg, exc.text, key, exc.status)
+        except httpx.HTTPError as exc:
+            yield fail(msg, describe_transport_error(exc), key)
+        except Exception as exc:  # a bug or an unforeseen body shape must still end the stream cleanly
+            log.warning("%s %s: unexpected %s", self.api, msg.model, type(exc).__name__, exc_info=True)
+            yield fail(msg, f"unexpected error reading the response: {type(exc).__name__}: {exc}", key)
+        finally:
+            await http.aclose()

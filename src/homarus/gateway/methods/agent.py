@@ -123,6 +123,7 @@ async def run_and_finish(gateway: Gateway, req: RunRequest, kind: str) -> RunOut
         payload=payload,
         error=None if ok else {"code": "UNAVAILABLE", "message": outcome.error or "run failed"},
     )
+    gateway.run_events.finished(req.run_id, outcome.status, outcome.started_at, outcome.ended_at, outcome.error)
     return outcome
 
 
@@ -185,6 +186,11 @@ async def _replay(call: MethodCall, run_id: str, status: str, payload: Any, erro
         call.ack({"runId": run_id, "status": "accepted", "meta": {"cached": True}})
         snap = await gw.run_events.wait(run_id, 3600.0)
         cached = gw.dedupe.get(f"agent:{run_id}")
+        for _ in range(200):  # the end event can precede the stored outcome by a moment
+            if cached is None or cached.terminal:
+                break
+            await asyncio.sleep(0.01)
+            cached = gw.dedupe.get(f"agent:{run_id}")
         if cached is not None and cached.terminal:
             status, payload, error = cached.status, cached.payload, cached.error
         elif snap is None:
