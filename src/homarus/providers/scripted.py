@@ -98,25 +98,29 @@ def steps_from_json(raw: Iterable[Any]) -> list[Step]:
     for i, item in enumerate(raw):
         if not isinstance(item, dict):
             raise ValueError(f"script step {i} must be an object")
-        if item.get("echo"):
-            steps.append(_Echo())
-        elif "fail" in item:
-            steps.append(Fail(str(item["fail"]), item.get("status"), item.get("retryAfter")))
-        elif "reply" in item or "toolCalls" in item:
-            calls = [(str(c["name"]), dict(c.get("arguments") or {})) for c in item.get("toolCalls") or []]
-            usage = item.get("usage")
-            steps.append(
-                Reply(
-                    str(item.get("reply", "")),
-                    item.get("thinking"),
-                    calls,
-                    item.get("stop", "stop"),
-                    Usage(int(usage.get("input", 0)), int(usage.get("output", 0))) if usage else None,
-                )
-            )
-        else:
-            raise ValueError(f"script step {i}: expected one of reply, toolCalls, fail, echo")
+        try:
+            steps.append(_step(item, i))
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"script step {i} is malformed: {exc!r}") from None
     return steps
+
+
+def _step(item: dict[str, Any], i: int) -> Step:
+    if item.get("echo"):
+        return _Echo()
+    if "fail" in item:
+        return Fail(str(item["fail"]), item.get("status"), item.get("retryAfter"))
+    if "reply" in item or "toolCalls" in item:
+        calls = [(str(c["name"]), dict(c.get("arguments") or {})) for c in item.get("toolCalls") or []]
+        usage = item.get("usage")
+        return Reply(
+            str(item.get("reply", "")),
+            item.get("thinking"),
+            calls,
+            item.get("stop", "stop"),
+            Usage(int(usage.get("input", 0)), int(usage.get("output", 0))) if usage else None,
+        )
+    raise ValueError(f"script step {i}: expected one of reply, toolCalls, fail, echo")
 
 
 def _estimate(context: Context) -> int:
