@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -60,11 +61,39 @@ from homarus.providers.classify import is_context_overflow, is_retryable
 from homarus.providers.registry import ResolvedModel
 from homarus.tools.base import Tool, ToolContext, ToolResult
 
-__all__ = ["SKIPPED_TEXT", "LoopResult", "LoopSettings", "run_agent_loop"]
+__all__ = ["NO_HOOKS", "SKIPPED_TEXT", "LoopHooks", "LoopResult", "LoopSettings", "run_agent_loop"]
 
 SKIPPED_TEXT = "Skipped due to queued user message."
+_call_ids = itertools.count(1)
 ABORTED_TEXT = "Aborted."
 MAX_RESULT_CHARS = 100_000  # what the model sees of one tool result
+
+
+class LoopHooks:
+    """Extension points the loop calls at each step; the runtime binds them to the plugin hooks.
+
+    The defaults do nothing, so the loop runs the same with or without plugins.
+    """
+
+    async def before_tool(self, call: ToolCall) -> ToolCall | str:
+        """The call to run (possibly with rewritten arguments), or a reason to block it."""
+        return call
+
+    def after_tool(self, call: ToolCall, result: ToolResultMessage, duration_ms: int) -> None:
+        """A tool finished (fire-and-forget)."""
+
+    def model_call_started(self, call_id: str, model: ResolvedModel, context: Context) -> None:
+        """A provider request is about to be sent (fire-and-forget)."""
+
+    def model_call_ended(self, call_id: str, model: ResolvedModel, message: AssistantMessage, ms: int) -> None:
+        """A provider request finished (fire-and-forget)."""
+
+    async def before_finalize(self, message: AssistantMessage) -> list[UserMessage]:
+        """Messages that send the run round once more instead of finishing (revision), or []."""
+        return []
+
+
+NO_HOOKS = LoopHooks()
 
 
 @dataclass(kw_only=True)
@@ -85,8 +114,7 @@ class LoopSettings:
     #: compacts the history after a context overflow; returns the new history or None if it cannot
     on_overflow: Callable[[list[Message]], Awaitable[list[Message] | None]] | None = None
     max_overflow_retries: int = 3
-    #: returns a reason to block the call, or None to let it run
-    before_tool_call: Callable[[ToolCall], Awaitable[str | None]] | None = None
+    hooks: LoopHooks = NO_HOOKS
     max_tokens: int | None = None
     temperature: float | None = None
     reasoning: str | None = None
@@ -157,6 +185,8 @@ async def run_agent_loop(history: list[Message], prompts: list[Message], s: Loop
                 return result
             pending = list(steering) or list(s.get_steering())
         follow = s.get_follow_ups()
+        if not follow and result.final is not None:
+            follow = await s.hooks.before_finalize(result.final)
         if not follow:
             break
         pending = list(follow)
@@ -247,11 +277,15 @@ async def _stream(
     partial = AssistantMessage(api=info.api, provider=info.provider, model=info.id)
     blocks: dict[int, TextContent | ThinkingContent | ToolCall] = {}
     started = False
+    call_id = f"mc_{next(_call_ids)}"
+    t0 = time.monotonic()
+    s.hooks.model_call_started(call_id, resolved, context)
     async for event in resolved.provider.stream(info, context, options):
         if isinstance(event, Done | StreamError):
             final = event.message
             if not started:
                 s.emit(MessageStart(final))
+            s.hooks.model_call_ended(call_id, resolved, final, int((time.monotonic() - t0) * 1000))
             if isinstance(event, StreamError):
                 return final, event.status, event.retry_after_s
             return final, None, None
@@ -262,6 +296,7 @@ async def _stream(
         s.emit(MessageUpdate(partial, event))
     # a provider that ends without a terminal event broke its contract: treat as an error
     partial.stop_reason, partial.error_message = "error", "provider stream ended without a final event"
+    s.hooks.model_call_ended(call_id, resolved, partial, int((time.monotonic() - t0) * 1000))
     if not started:
         s.emit(MessageStart(partial))
     return partial, None, None
@@ -296,17 +331,16 @@ def _error_result(call: ToolCall, text: str) -> ToolResultMessage:
     return ToolResultMessage(call.id, call.name, [TextContent(text)], is_error=True)
 
 
-async def _prepare(call: ToolCall, s: LoopSettings) -> Tool | ToolResultMessage:
+async def _prepare(call: ToolCall, s: LoopSettings) -> tuple[Tool, ToolCall] | ToolResultMessage:
     tool = s.tools.get(call.name)
     if tool is None:
         return _error_result(call, f"Tool {call.name} not found")
     if call.parse_error:
         return _error_result(call, f"Invalid arguments for {call.name}: {call.parse_error}")
-    if s.before_tool_call is not None:
-        reason = await s.before_tool_call(call)
-        if reason is not None:
-            return _error_result(call, reason or "Tool execution was blocked")
-    return tool
+    decided = await s.hooks.before_tool(call)
+    if isinstance(decided, str):
+        return _error_result(call, decided or "Tool execution was blocked")
+    return tool, decided
 
 
 async def _execute(tool: Tool, call: ToolCall, s: LoopSettings) -> ToolResultMessage:
@@ -328,7 +362,9 @@ async def _execute(tool: Tool, call: ToolCall, s: LoopSettings) -> ToolResultMes
 
 
 def _finish(call: ToolCall, result: ToolResultMessage, started: float, s: LoopSettings) -> ToolResultMessage:
-    s.emit(ToolEnd(call.id, call.name, result, int((time.monotonic() - started) * 1000)))
+    duration = int((time.monotonic() - started) * 1000)
+    s.hooks.after_tool(call, result, duration)
+    s.emit(ToolEnd(call.id, call.name, result, duration))
     s.emit(MessageStart(result))
     s.emit(MessageEnd(result))
     return result
@@ -356,9 +392,10 @@ async def _run_tools(calls: list[ToolCall], s: LoopSettings) -> tuple[list[ToolR
         if isinstance(prepared, ToolResultMessage):
             results[call.id] = _finish(call, prepared, started, s)
         elif s.tool_execution == "sequential":
-            results[call.id] = _finish(call, await _guarded(prepared, call, s), started, s)
+            tool, effective = prepared
+            results[call.id] = _finish(effective, await _guarded(tool, effective, s), started, s)
         else:
-            launched.append((call, prepared, started))
+            launched.append((prepared[1], prepared[0], started))
         steering = s.get_steering()
         if steering:
             skip_rest(i + 1)

@@ -10,30 +10,33 @@ interrupt).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-import platform
-import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from homarus.agents import compaction, prompt, workspace
-from homarus.agents.events import LoopEvent
-from homarus.agents.history import load_history, persist_messages, previous_summary
+from homarus.agents import compaction, prompt, setup, workspace
+from homarus.agents.compactor import RunCompactor
+from homarus.agents.history import load_history
+from homarus.agents.hook_bridge import ApprovalFn, RunPhases, RuntimeHooks
 from homarus.agents.loop import LoopSettings, run_agent_loop
 from homarus.agents.runs import ActiveRun, RunOutcome, RunRegistry
 from homarus.agents.stream import EventTranslator
 from homarus.config.schema import HomarusConfig
-from homarus.errors import HomarusError, InvalidRequest, Unavailable
-from homarus.messages import Context, Done, ImageContent, Message, StreamError, StreamOptions, TextContent, UserMessage
-from homarus.providers.registry import BUILTIN_MODEL, ModelRegistry, ResolvedModel
+from homarus.errors import HomarusError, Unavailable
+from homarus.messages import AssistantMessage, ImageContent, Message, TextContent, UserMessage
+from homarus.plugins import events as ev
+from homarus.plugins.runner import HookRunner
+from homarus.providers.registry import ModelRegistry
 from homarus.queue.lanes import LaneQueue
 from homarus.sessions.keys import SessionKey
-from homarus.sessions.manager import SessionManager, SessionRef
-from homarus.tools.base import Tool, ToolContext, ToolRegistry
+from homarus.sessions.manager import SessionManager
+from homarus.sessions.transcript import Transcript
+from homarus.tools.base import ToolContext, ToolRegistry
 
 __all__ = ["AgentRuntime", "QueueMode", "RunRequest"]
 
@@ -55,6 +58,7 @@ class RunRequest:
     extra_system_prompt: str | None = None
     channel: str | None = None
     queue_mode: QueueMode | None = None
+    trigger: str = "user"
 
 
 class AgentRuntime:
@@ -69,6 +73,10 @@ class AgentRuntime:
         state_dir: Path,
         on_event: EventSink,
         services: dict[str, Any] | None = None,
+        hooks: HookRunner | None = None,
+        approve: ApprovalFn | None = None,
+        injections: Any = None,
+        spawn: Callable[[Coroutine[Any, Any, Any]], Any] | None = None,
     ) -> None:
         self._config = config
         self.sessions = sessions
@@ -78,6 +86,11 @@ class AgentRuntime:
         self.state_dir = state_dir
         self.on_event = on_event
         self.services = services or {}
+        self.hooks = hooks or HookRunner()
+        self.approve = approve
+        #: next-turn injection queue (``drain(session_key)``), when plugins can enqueue
+        self.injections = injections
+        self.spawn: Callable[[Coroutine[Any, Any, Any]], Any] = spawn or _background
         self.runs = RunRegistry()
         self._collect: dict[str, tuple[list[str], asyncio.Future[RunOutcome]]] = {}
         self.sleep: Callable[[float], Any] = asyncio.sleep
@@ -198,141 +211,213 @@ class AgentRuntime:
         self, req: RunRequest, active: ActiveRun, translator: EventTranslator, cfg: HomarusConfig
     ) -> RunOutcome:
         ref = await asyncio.to_thread(self.sessions.ensure, req.session_key)
-        candidates = self._candidates(req, ref, cfg)
+        key = req.session_key
+        ctx = ev.HookContext(
+            agent_id=key.agent_id,
+            session_key=key.canonical,
+            session_id=ref.entry.session_id,
+            run_id=req.run_id,
+            trigger=req.trigger,
+        )
+        hooks = RuntimeHooks(self.hooks, ctx, self.spawn, abort=active.abort, approve=self.approve)
+        phases = RunPhases(hooks)
+        hooks.fire(
+            "message_received",
+            ev.MessageReceivedEvent(
+                req.message, channel=req.channel, session_key=key.canonical, run_id=req.run_id, context=ctx
+            ),
+        )
+        if ref.created:
+            hooks.fire("session_start", ev.SessionStartEvent(ref.entry.session_id, key.canonical, context=ctx))
+        override = await phases.resolve_model(req.message)
         transcript = self.sessions.transcript_for(ref)
-        ws = self.workspace_dir(req.session_key.agent_id, cfg)
+        ws = setup.workspace_dir(key.agent_id, cfg, self.state_dir)
         history, ids = await asyncio.to_thread(self._prepare, transcript, ws)
-        tools = {t.name: t for t in self.tools.tools()}
-        system_prompt = self._system_prompt(req, cfg, ws, list(tools.values()), candidates[0].info.ref)
         entry_ids: dict[int, str] = {id(m): i for m, i in zip(history, ids, strict=True) if i}
+        injections = await asyncio.to_thread(self._drain_injections, key.canonical)
+        tools = {t.name: t for t in self.tools.tools()}
+        candidates = setup.model_chain(self.models, cfg, key, req.model or override, ref.entry.model_override)
+        base_prompt = setup.system_prompt(
+            cfg,
+            key,
+            ws,
+            [t.spec for t in tools.values()],
+            candidates[0].info.ref,
+            channel=req.channel,
+            extra=req.extra_system_prompt,
+            thinking=req.thinking,
+        )
+        history_json = [m.to_json() for m in history]
+        changes = await phases.prompt_changes(req.message, history_json, injections, base_prompt)
+        if changes.model_override and not (req.model or override):
+            candidates = setup.model_chain(self.models, cfg, key, changes.model_override, None)
+        if changes.tools_allow is not None:
+            tools = {n: t for n, t in tools.items() if n in changes.tools_allow}
         await asyncio.to_thread(
             self.sessions.update_entry,
-            req.session_key,
+            key,
             {"status": "running", "startedAt": active.started_at, "abortedLastRun": None},
         )
-        user = UserMessage(_content(req))
-        written = await asyncio.to_thread(persist_messages, transcript, [user])
-        entry_ids[id(user)] = written[0]["id"]
         translator.lifecycle_start(active.started_at)
-        active.streaming = True
-
-        def emit(event: LoopEvent) -> None:
-            translator.handle(event)
-
+        blocked = await phases.gate(req.message, changes.system_prompt, history_json, req.channel)
+        if blocked is not None:
+            # a blocked run keeps only the plugin's replacement text, never the original prompt
+            stored = UserMessage(blocked.message or "[message withheld by a plugin]")
+            await asyncio.to_thread(self._write, transcript, phases, [stored])
+            return await self._end(req, active, translator, ctx, hooks, error=f"run blocked: {blocked.reason}")
+        user = UserMessage(_content(req))
+        written = (await asyncio.to_thread(self._write, transcript, phases, [user]))[0]
+        if written is not None:
+            entry_ids[id(user)] = written["id"]
+        claimed = await phases.claim_reply(req.message)
+        if claimed is not None:
+            reply = AssistantMessage(
+                [TextContent(claimed.reply or "")], api="plugin", provider="plugin", model="before_agent_reply"
+            )
+            await asyncio.to_thread(self._write, transcript, phases, [reply])
+            return await self._end(req, active, translator, ctx, hooks, final=reply, model_ref="plugin")
+        model_user = user
+        if changes.prepend or changes.append:  # what the model sees; the transcript keeps the user's words
+            text = "\n\n".join(x for x in (changes.prepend, req.message, changes.append) if x)
+            model_user = UserMessage([TextContent(text), *req.images] if req.images else text)
+            entry_ids[id(model_user)] = entry_ids.get(id(user), "")
+        compactor = RunCompactor(
+            sessions=self.sessions,
+            transcript=transcript,
+            model=candidates[0],
+            active=active,
+            translator=translator,
+            hooks=hooks,
+            entry_ids=entry_ids,
+            keep_recent_tokens=cfg.agents.defaults.compaction.keep_recent_tokens,
+        )
+        d = cfg.agents.defaults
         settings = LoopSettings(
             candidates=candidates,
-            system_prompt=system_prompt,
+            system_prompt=changes.system_prompt,
             tools=tools,
             make_tool_context=lambda call_id: ToolContext(
-                req.session_key.canonical,
-                req.session_key.agent_id,
-                req.run_id,
-                call_id,
-                ws,
-                active.abort,
-                self.services,
+                key.canonical, key.agent_id, req.run_id, call_id, ws, active.abort, self.services
             ),
             abort=active.abort,
-            emit=emit,
+            emit=translator.handle,
             get_steering=active.take_steering,
             get_follow_ups=active.take_follow_ups,
-            tool_execution=cfg.agents.defaults.tool_execution,
-            max_retries=cfg.agents.defaults.retry.max_retries,
-            base_delay_s=cfg.agents.defaults.retry.base_delay_ms / 1000,
-            max_delay_s=cfg.agents.defaults.retry.max_delay_ms / 1000,
+            tool_execution=d.tool_execution,
+            max_retries=d.retry.max_retries,
+            base_delay_s=d.retry.base_delay_ms / 1000,
+            max_delay_s=d.retry.max_delay_ms / 1000,
             sleep=self.sleep,
-            on_overflow=lambda h: self._compact(h, active, translator, candidates[0], transcript, entry_ids, cfg, True),
-            max_overflow_retries=cfg.agents.defaults.compaction.max_overflow_retries,
+            on_overflow=lambda h: compactor.compact(h, will_retry=True),
+            max_overflow_retries=d.compaction.max_overflow_retries,
             reasoning=req.thinking,
-            timeout_s=float(cfg.agents.defaults.timeout_seconds),
+            timeout_s=float(d.timeout_seconds),
+            hooks=hooks,
         )
-        persisted = {id(user)}
+        persisted = {id(model_user)}
 
         async def on_turn_end(messages: list[Message]) -> None:
             fresh = [m for m in messages if id(m) not in persisted]
             if fresh:
-                rows = await asyncio.to_thread(persist_messages, transcript, fresh)
+                rows = await asyncio.to_thread(self._write, transcript, phases, fresh)
                 for m, row in zip(fresh, rows, strict=True):
                     persisted.add(id(m))
-                    entry_ids[id(m)] = row["id"]
+                    if row is not None:
+                        entry_ids[id(m)] = row["id"]
 
         translator.on_turn_end = on_turn_end
-        result = await run_agent_loop(history, [user], settings)
+        active.streaming = True
+        result = await run_agent_loop(history, [model_user], settings)
         await translator.drain()
         await on_turn_end(result.new_messages)  # anything not yet written (e.g. an aborted turn)
         active.streaming = False
-        outcome = self._outcome(req, active, result.final, result.model_ref)
-        await asyncio.to_thread(self._finish_entry, req.session_key, outcome, result.final)
-        translator.lifecycle_end(outcome)
-        if outcome.status == "ok" and cfg.agents.defaults.compaction.enabled:
+        outcome = await self._end(
+            req,
+            active,
+            translator,
+            ctx,
+            hooks,
+            final=result.final,
+            model_ref=result.model_ref,
+            messages=result.new_messages,
+            phases=phases,
+        )
+        if outcome.status == "ok" and d.compaction.enabled:
             window = candidates[0].info.context_window
-            reserve = cfg.agents.defaults.compaction.reserve_tokens_floor
-            if compaction.should_compact(compaction.context_tokens(result.history), window, reserve):
+            tokens = compaction.context_tokens(result.history)
+            if compaction.should_compact(tokens, window, d.compaction.reserve_tokens_floor):
                 try:
-                    await self._compact(
-                        result.history, active, translator, candidates[0], transcript, entry_ids, cfg, False
-                    )
+                    await compactor.compact(result.history, will_retry=False)
                 except HomarusError as exc:
-                    log.warning("threshold compaction of %s failed: %s", req.session_key, exc.message)
+                    log.warning("threshold compaction of %s failed: %s", key, exc.message)
         return outcome
+
+    async def _end(
+        self,
+        req: RunRequest,
+        active: ActiveRun,
+        translator: EventTranslator,
+        ctx: ev.HookContext,
+        hooks: RuntimeHooks,
+        *,
+        final: AssistantMessage | None = None,
+        model_ref: str = "",
+        error: str | None = None,
+        messages: list[Message] | None = None,
+        phases: RunPhases | None = None,
+    ) -> RunOutcome:
+        """Close the run: outcome, session entry, delivery hooks, lifecycle event, agent_end."""
+        if error is not None:
+            outcome = self._failed(req, active, error)
+        else:
+            outcome = self._outcome(req, active, final, model_ref)
+        if phases is not None and outcome.status == "ok" and outcome.text and not outcome.silent:
+            to = req.channel or "webchat"
+            content = await phases.sending(to, outcome.text)
+            if content is None:
+                outcome.silent = True  # a plugin cancelled the delivery
+            else:
+                outcome.text = content
+            hooks.fire(
+                "message_sent",
+                ev.MessageSentEvent(to, outcome.text, content is not None, session_key=ctx.session_key, context=ctx),
+            )
+        await asyncio.to_thread(self._finish_entry, req.session_key, outcome, final)
+        translator.lifecycle_end(outcome)
+        hooks.fire(
+            "agent_end",
+            ev.AgentEndEvent(
+                req.run_id,
+                outcome.status == "ok",
+                [m.to_json() for m in messages or []],
+                outcome.error,
+                outcome.ended_at - outcome.started_at,
+                context=ctx,
+            ),
+        )
+        return outcome
+
+    def _drain_injections(self, session_key: str) -> list[dict[str, Any]]:
+        if self.injections is None:
+            return []
+        return [dict(i) if isinstance(i, dict) else dataclasses.asdict(i) for i in self.injections.drain(session_key)]
+
+    def _write(self, transcript: Transcript, phases: RunPhases, messages: list[Message]) -> list[dict[str, Any] | None]:
+        """Persist messages through the write hooks in one all-or-nothing append.
+
+        Returns, per message, its stored entry or None when a hook withheld it.
+        """
+        rows = [phases.filter_write(m.to_json()) for m in messages]
+        entries = [{"type": "message", "message": r} for r in rows if r is not None]
+        stored = iter(transcript.append_many(entries) if entries else [])
+        return [next(stored) if r is not None else None for r in rows]
 
     def _prepare(self, transcript: Any, ws: Path) -> tuple[list[Message], list[str]]:
         workspace.ensure_workspace(ws)
         return load_history(transcript)
 
     def workspace_dir(self, agent_id: str, cfg: HomarusConfig) -> Path:
-        entry = next((a for a in cfg.agents.list if a.id == agent_id), None)
-        raw = (entry.workspace if entry and entry.workspace else None) or cfg.agents.defaults.workspace
-        if raw:
-            return Path(raw).expanduser()
-        return self.state_dir / ("workspace" if agent_id == cfg.agents.default_id else f"workspace-{agent_id}")
-
-    def _system_prompt(self, req: RunRequest, cfg: HomarusConfig, ws: Path, tools: list[Tool], model_ref: str) -> str:
-        d = cfg.agents.defaults
-        files = workspace.load_bootstrap_files(
-            ws,
-            max_chars=d.bootstrap_max_chars,
-            total_max_chars=d.bootstrap_total_max_chars,
-            subagent=req.session_key.kind == "subagent",
-        )
-        entry = next((a for a in cfg.agents.list if a.id == req.session_key.agent_id), None)
-        return prompt.build_system_prompt(
-            prompt.PromptInputs(
-                agent_name=(entry.name if entry and entry.name else req.session_key.agent_id),
-                tools=[t.spec for t in tools],
-                workspace=ws,
-                bootstrap=files,
-                timezone=d.user_timezone,
-                model_ref=model_ref,
-                channel=req.channel,
-                mode="minimal" if req.session_key.kind == "subagent" else "full",
-                extra_system_prompt=req.extra_system_prompt,
-                host=socket.gethostname(),
-                os_name=platform.system(),
-                thinking=req.thinking,
-            )
-        )
-
-    def _candidates(self, req: RunRequest, ref: SessionRef, cfg: HomarusConfig) -> list[ResolvedModel]:
-        agent = next((a for a in cfg.agents.list if a.id == req.session_key.agent_id), None)
-        choice = agent.model if agent and agent.model else cfg.agents.defaults.model
-        primary = req.model or ref.entry.model_override or choice.primary or BUILTIN_MODEL
-        refs = [primary, *choice.fallbacks]
-        if choice.primary and choice.primary not in refs:
-            refs.append(choice.primary)
-        seen: list[str] = []
-        for r in refs:
-            if r not in seen:
-                seen.append(r)
-        resolved = []
-        for i, r in enumerate(seen):
-            try:
-                resolved.append(self.models.resolve(r))
-            except InvalidRequest:
-                if i == 0:
-                    raise
-                log.warning("skipping unresolvable fallback model %s", r)
-        return resolved
+        return setup.workspace_dir(agent_id, cfg, self.state_dir)
 
     def _outcome(self, req: RunRequest, active: ActiveRun, final: Any, model_ref: str) -> RunOutcome:
         ended = _now_ms()
@@ -383,65 +468,6 @@ class AgentRuntime:
             )
         self.sessions.update_entry(key, changes)
 
-    async def _compact(
-        self,
-        history: list[Message],
-        active: ActiveRun,
-        translator: EventTranslator,
-        model: ResolvedModel,
-        transcript: Any,
-        entry_ids: dict[int, str],
-        cfg: HomarusConfig,
-        will_retry: bool,
-    ) -> list[Message] | None:
-        active.compacting = True
-        translator.compaction("start", will_retry)
-        try:
-            previous = await asyncio.to_thread(previous_summary, transcript)
-            result = await compaction.compact(
-                history,
-                previous_summary=previous,
-                keep_recent_tokens=cfg.agents.defaults.compaction.keep_recent_tokens,
-                summarize=lambda system, text: self._summarize(model, system, text, active.abort),
-            )
-            if result is None:
-                return None
-            kept = history[result.first_kept_index]
-            first_kept = entry_ids.get(id(kept))
-            if not first_kept:
-                return None  # the cut would keep a message we never stored: cannot describe it
-            await asyncio.to_thread(
-                transcript.append,
-                {
-                    "type": "compaction",
-                    "summary": result.summary,
-                    "firstKeptEntryId": first_kept,
-                    "tokensBefore": result.tokens_before,
-                },
-            )
-            await asyncio.to_thread(self._count_compaction, active.session_key)
-            return [compaction.summary_message(result.summary), *history[result.first_kept_index :]]
-        finally:
-            active.compacting = False
-            translator.compaction("end", will_retry)
-
-    def _count_compaction(self, session_key: str) -> None:
-        key = self.sessions.resolve_key(session_key)
-        ref = self.sessions.get(key)
-        if ref is not None:
-            self.sessions.update_entry(key, {"compactionCount": (ref.entry.compaction_count or 0) + 1})
-
-    async def _summarize(self, model: ResolvedModel, system: str, text: str, abort: asyncio.Event) -> str:
-        context = Context(system, [UserMessage(text)], [])
-        options = StreamOptions(api_key=model.api_key, abort=abort)
-        final = None
-        async for event in model.provider.stream(model.info, context, options):
-            if isinstance(event, Done):
-                final = event.message
-            elif isinstance(event, StreamError):
-                raise Unavailable(f"summarizing for compaction failed: {event.message.error_message}")
-        return final.text if final is not None else ""
-
 
 def _content(req: RunRequest) -> str | list[TextContent | ImageContent]:
     if not req.images:
@@ -455,3 +481,13 @@ def _now_ms() -> int:
 
 def new_run_id() -> str:
     return str(uuid.uuid4())
+
+
+_tasks: set[asyncio.Task[Any]] = set()
+
+
+def _background(coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+    task = asyncio.ensure_future(coro)
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
+    return task

@@ -1,0 +1,87 @@
+"""What a run is set up with: its workspace, its model chain and its system prompt."""
+
+from __future__ import annotations
+
+import logging
+import platform
+import socket
+from pathlib import Path
+
+from homarus.agents import prompt, workspace
+from homarus.config.schema import HomarusConfig
+from homarus.errors import InvalidRequest
+from homarus.messages import ToolSpec
+from homarus.providers.registry import BUILTIN_MODEL, ModelRegistry, ResolvedModel
+from homarus.sessions.keys import SessionKey
+
+__all__ = ["model_chain", "system_prompt", "workspace_dir"]
+
+log = logging.getLogger("homarus.agents")
+
+
+def workspace_dir(agent_id: str, cfg: HomarusConfig, state_dir: Path) -> Path:
+    entry = next((a for a in cfg.agents.list if a.id == agent_id), None)
+    raw = (entry.workspace if entry and entry.workspace else None) or cfg.agents.defaults.workspace
+    if raw:
+        return Path(raw).expanduser()
+    return state_dir / ("workspace" if agent_id == cfg.agents.default_id else f"workspace-{agent_id}")
+
+
+def model_chain(
+    models: ModelRegistry, cfg: HomarusConfig, key: SessionKey, requested: str | None, session_override: str | None
+) -> list[ResolvedModel]:
+    """Requested (or session, agent, default) model first, then the configured fallbacks."""
+    agent = next((a for a in cfg.agents.list if a.id == key.agent_id), None)
+    choice = agent.model if agent and agent.model else cfg.agents.defaults.model
+    primary = requested or session_override or choice.primary or BUILTIN_MODEL
+    refs: list[str] = []
+    for ref in (primary, *choice.fallbacks, choice.primary):
+        if ref and ref not in refs:
+            refs.append(ref)
+    resolved = []
+    for i, ref in enumerate(refs):
+        try:
+            resolved.append(models.resolve(ref))
+        except InvalidRequest:
+            if i == 0:
+                raise
+            log.warning("skipping unresolvable fallback model %s", ref)
+    return resolved
+
+
+def system_prompt(
+    cfg: HomarusConfig,
+    key: SessionKey,
+    ws: Path,
+    tools: list[ToolSpec],
+    model_ref: str,
+    *,
+    channel: str | None,
+    extra: str | None,
+    thinking: str | None,
+) -> str:
+    d = cfg.agents.defaults
+    subagent = key.kind == "subagent"
+    files = workspace.load_bootstrap_files(
+        ws,
+        max_chars=d.bootstrap_max_chars,
+        total_max_chars=d.bootstrap_total_max_chars,
+        subagent=subagent,
+    )
+    entry = next((a for a in cfg.agents.list if a.id == key.agent_id), None)
+    return prompt.build_system_prompt(
+        prompt.PromptInputs(
+            agent_name=(entry.name if entry and entry.name else key.agent_id),
+            tools=tools,
+            workspace=ws,
+            bootstrap=files,
+            timezone=d.user_timezone,
+            model_ref=model_ref,
+            channel=channel,
+            mode="minimal" if subagent else "full",
+            extra_system_prompt=extra,
+            host=socket.gethostname(),
+            os_name=platform.system(),
+            thinking=thinking,
+        )
+    )
