@@ -97,7 +97,7 @@ def run_gateway(
         raise errors[0]
     port = server.bound_port
     assert port is not None
-    gateway.options.port = port
+    loops[0].call_soon_threadsafe(gateway.on_listening, port)
     try:
         yield RunningGateway(gateway, server, port, paths, opts.token, loops[0])
     finally:

@@ -33,6 +33,7 @@ __all__ = [
     "provider_env_keys",
     "resolve_config",
     "substitute_env",
+    "trace_hooks_enabled",
     "validate_config",
 ]
 
@@ -174,6 +175,12 @@ def provider_env_keys(env: Mapping[str, str] | None = None) -> dict[str, str]:
     """The ``*_API_KEY`` environment variables: model provider keys not written in the config."""
     env = os.environ if env is None else env
     return {k: v for k, v in env.items() if k.endswith("_API_KEY") and v}
+
+
+def trace_hooks_enabled(env: Mapping[str, str] | None = None) -> bool:
+    """``HOMARUS_TRACE_HOOKS=1``: log every hook call with its duration."""
+    env = os.environ if env is None else env
+    return env.get("HOMARUS_TRACE_HOOKS", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def load_config(paths: StatePaths, env: Mapping[str, str] | None = None) -> LoadedConfig:

@@ -14,13 +14,15 @@ from urllib.parse import parse_qs
 
 from homarus import __version__
 from homarus.agents.runtime import AgentRuntime
-from homarus.config.loader import StatePaths, provider_env_keys
+from homarus.config.loader import StatePaths, provider_env_keys, trace_hooks_enabled
 from homarus.config.schema import HomarusConfig, is_loopback_host
 from homarus.config.store import ConfigStore
 from homarus.errors import HomarusError
 from homarus.gateway.events import EventBus
 from homarus.gateway.router import ClientInfo, MethodRegistry
 from homarus.gateway.run_events import RunEvents
+from homarus.plugins.events import GatewayStartEvent, GatewayStopEvent
+from homarus.plugins.runner import HookRunner
 from homarus.protocol.frames import ErrorShape
 from homarus.protocol.handshake import ConnectRequest
 from homarus.protocol.limits import MAX_BUFFERED_BYTES, MAX_PAYLOAD_BYTES, TICK_INTERVAL_MS, CloseCode
@@ -125,6 +127,7 @@ class Gateway:
         register_builtins(self.tools)
         self.models = self._build_models()
         self.run_events = RunEvents(self)
+        self.hooks = HookRunner(trace=trace_hooks_enabled())
         self.runtime = AgentRuntime(
             config=lambda: self.config,
             sessions=self.sessions,
@@ -134,6 +137,8 @@ class Gateway:
             state_dir=paths.state_dir,
             on_event=self.run_events,
             services={"sessions": self.sessions},
+            hooks=self.hooks,
+            spawn=self.spawn,
         )
         self._health_cache: tuple[float, dict[str, Any]] | None = None
         self._drained = asyncio.Event()
@@ -360,6 +365,12 @@ class Gateway:
         self.interrupted_runs = await asyncio.to_thread(self._recover_runs)
         self._tasks.append(asyncio.create_task(self._tick_loop()))
 
+    def on_listening(self, port: int) -> None:
+        """The socket is bound: record the port and tell the plugins (``gateway_start``)."""
+        self.options.port = port
+        if self.hooks.has("gateway_start"):
+            _ = self.spawn(self.hooks.void("gateway_start", GatewayStartEvent(port)))
+
     def _recover_runs(self) -> list[RunRecord]:
         """Runs the previous process accepted but never finished: mark them interrupted, visibly."""
         interrupted = self.journal.recover()
@@ -391,6 +402,9 @@ class Gateway:
         if self.shutting_down:
             return
         self.shutting_down = True
+        if self.hooks.has("gateway_stop"):
+            with contextlib.suppress(TimeoutError):  # the hook's own 5 s timeout bounds each handler
+                await asyncio.wait_for(self.hooks.void("gateway_stop", GatewayStopEvent(reason)), 6.0)
         self.lanes.drain()
         for run in self.runtime.runs.all():
             self.runtime.abort(run.session_key, origin="shutdown")

@@ -74,7 +74,7 @@ async def serve(
     while not server.started and not task.done():  # noqa: ASYNC110 - uvicorn exposes no started event
         await asyncio.sleep(0.005)
     if server.started:
-        gateway.options.port = server.bound_port
+        gateway.on_listening(server.bound_port or 0)
         if on_ready is not None:
             on_ready(server)
     await task

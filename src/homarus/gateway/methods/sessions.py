@@ -6,6 +6,7 @@ Store and transcript I/O blocks (fsync), so every handler runs it in a worker th
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from pydantic import Field
 
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
+from homarus.plugins import events as ev
 from homarus.security.scopes import ADMIN, READ, WRITE
 from homarus.sessions.entry import SessionPatch
 from homarus.sessions.keys import SessionKey
@@ -237,7 +239,30 @@ async def sessions_patch(call: MethodCall, p: SessionPatch) -> dict[str, Any]:
 async def sessions_reset(call: MethodCall, p: ResetParams) -> dict[str, Any]:
     mgr = _mgr(call)
     key = mgr.resolve_key(p.key)
+    before = await asyncio.to_thread(mgr.require, key)
+    hooks = call.gateway.hooks
+    ctx = ev.HookContext(agent_id=key.agent_id, session_key=key.canonical, session_id=before.entry.session_id)
+    if hooks.has("before_reset"):  # awaited (bounded): plugins read the history before it is archived
+        transcript = str(mgr.transcript_for(before).path)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(
+                hooks.void("before_reset", ev.BeforeResetEvent(transcript, p.reason or "reset", context=ctx)), 10.0
+            )
     ref, archived = await asyncio.to_thread(mgr.reset, key)
+    if hooks.has("session_end"):
+        _ = call.gateway.spawn(
+            hooks.void(
+                "session_end",
+                ev.SessionEndEvent(
+                    before.entry.session_id,
+                    key.canonical,
+                    p.reason or "reset",
+                    next_session_id=ref.entry.session_id,
+                    transcript_archived=archived is not None,
+                    context=ctx,
+                ),
+            )
+        )
     reason = p.reason or "reset"
     emit_session_changed(call.gateway, key, reason, sessionId=ref.entry.session_id)
     return {"ok": True, "key": key.canonical, "entry": ref.entry.to_json(), "archived": archived}
@@ -246,9 +271,24 @@ async def sessions_reset(call: MethodCall, p: ResetParams) -> dict[str, Any]:
 async def sessions_delete(call: MethodCall, p: DeleteParams) -> dict[str, Any]:
     mgr = _mgr(call)
     key = mgr.resolve_key(p.key)
+    existing = await asyncio.to_thread(mgr.get, key)
     deleted, archived = await asyncio.to_thread(mgr.delete, key, delete_transcript=p.delete_transcript)
     if deleted:
         emit_session_changed(call.gateway, key, "delete")
+        if existing is not None and call.gateway.hooks.has("session_end"):
+            ctx = ev.HookContext(agent_id=key.agent_id, session_key=key.canonical, session_id=existing.entry.session_id)
+            _ = call.gateway.spawn(
+                call.gateway.hooks.void(
+                    "session_end",
+                    ev.SessionEndEvent(
+                        existing.entry.session_id,
+                        key.canonical,
+                        "deleted",
+                        transcript_archived=bool(archived),
+                        context=ctx,
+                    ),
+                )
+            )
     return {"ok": True, "key": key.canonical, "deleted": deleted, "archived": archived}
 
 
