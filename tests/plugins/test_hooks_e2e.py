@@ -299,3 +299,51 @@ async def test_finalize_revision_is_bounded(tmp_path: Path) -> None:
         final = await _agent(c, "write", "r1")
         assert final["payload"]["result"]["payloads"] == [{"text": "draft 3"}]
         assert len(provider.requests) == 3  # the first answer plus at most two revisions
+
+
+async def _approval_run(tmp_path: Path, decision: str | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    with run_gateway(tmp_path, config=CONFIG) as gw:
+        gw.gateway.models.overrides["test"] = ScriptedProvider(
+            [Reply("", tool_calls=[("current_time", {})]), Reply("finished")]
+        )
+        _add(
+            gw,
+            "guard",
+            "before_tool_call",
+            lambda e, c: {"require_approval": {"title": "Read the clock?", "timeout_ms": 5000}},
+        )
+        runner = await _client(gw)
+        if decision is not None:
+            operator = await open_client(gw.url)
+            assert (await operator.handshake(TEST_TOKEN, ["operator.approvals"]))["ok"]
+        await runner.send(
+            {"type": "req", "id": "ap", "method": "agent", "params": {"message": "time?", "idempotencyKey": "ap1"}}
+        )
+        assert (await runner.response("ap"))["payload"]["status"] == "accepted"
+        if decision is not None:
+            requested = await operator.event("plugin.approval.requested", timeout=10)
+            request = requested["payload"]["request"]
+            assert request["toolName"] == "current_time" and request["pluginId"] == "guard"
+            assert "params" not in request  # operators see what and who, never the arguments
+            res = await operator.request(
+                "plugin.approval.resolve", {"id": requested["payload"]["id"], "decision": decision}
+            )
+            assert res["ok"], res
+        final = await runner.response("ap", timeout=15)
+        return final, _tool_results(runner)
+
+
+async def test_require_approval_allow_once_runs_the_tool(tmp_path: Path) -> None:
+    final, results = await _approval_run(tmp_path, "allow-once")
+    assert final["ok"] and results[0]["isError"] is False
+
+
+async def test_require_approval_deny_blocks(tmp_path: Path) -> None:
+    final, results = await _approval_run(tmp_path, "deny")
+    assert final["ok"] and results[0]["isError"] is True and results[0]["result"] == "Denied by user"
+
+
+async def test_require_approval_without_approvers_is_denied(tmp_path: Path) -> None:
+    final, results = await _approval_run(tmp_path, None)
+    assert final["ok"] and results[0]["isError"] is True
+    assert results[0]["result"] == "Approval timed out; the tool call was denied"

@@ -42,7 +42,6 @@ class RuntimeHooks(LoopHooks):
         self.abort = abort
         self.approve = approve
         self.revisions = 0
-        self._remembered: set[str] = set()
 
     def fire(self, hook: str, event: Any, *, tool_name: str | None = None) -> None:
         """Run a void hook in the background, if anyone listens."""
@@ -63,31 +62,25 @@ class RuntimeHooks(LoopHooks):
         args = {**call.arguments, **(result.params or {})}
         approval = result.require_approval
         if isinstance(approval, ev.RequireApproval):
-            key = f"{approval.plugin_id}:{call.name}"
-            if key not in self._remembered:
-                verdict = await self._ask(approval, call, args)
-                if verdict is not None:
-                    return verdict
-                if self._last_decision == "allow-always":
-                    self._remembered.add(key)
+            verdict = await self._ask(approval, call)
+            if verdict is not None:
+                return verdict
         if result.params is not None:
             return dataclasses.replace(call, arguments=args)
         return call
 
-    _last_decision: str | None = None
-
-    async def _ask(self, approval: ev.RequireApproval, call: ToolCall, args: dict[str, Any]) -> str | None:
-        """None when allowed, else the reason the call is blocked."""
+    async def _ask(self, approval: ev.RequireApproval, call: ToolCall) -> str | None:
+        """None when an operator allowed the call, else the reason it is blocked."""
         if self.approve is None:
             return "Tool call needs an approval, but no approval route is available"
+        # the tool's arguments stay out of the request: operators see what and who, not the data
         payload = {
             "pluginId": approval.plugin_id,
-            "title": approval.title,
-            "description": approval.description,
+            "title": approval.title[:80] or "Approval required",
+            "description": approval.description[:256],
             "severity": approval.severity,
             "toolName": call.name,
             "toolCallId": call.id,
-            "params": args,
             "agentId": self.ctx.agent_id,
             "sessionKey": self.ctx.session_key,
         }
@@ -95,7 +88,6 @@ class RuntimeHooks(LoopHooks):
             decision = await self.approve(payload, approval.timeout_ms, self.abort)
         except Exception as exc:  # the approval system failed: fail closed
             return f"Tool call blocked: approval failed ({exc})"
-        self._last_decision = decision
         if self.abort.is_set():
             return "Approval cancelled (run aborted)"
         if decision in ("allow-once", "allow-always"):

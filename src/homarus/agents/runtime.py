@@ -14,7 +14,7 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -91,6 +91,8 @@ class AgentRuntime:
         #: next-turn injection queue (``drain(session_key)``), when plugins can enqueue
         self.injections = injections
         self.spawn: Callable[[Coroutine[Any, Any, Any]], Any] = spawn or _background
+        #: operator hooks for ``agent:bootstrap`` (may change the bootstrap file list)
+        self.bootstrap_hook: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
         self.runs = RunRegistry()
         self._collect: dict[str, tuple[list[str], asyncio.Future[RunOutcome]]] = {}
         self.sleep: Callable[[float], Any] = asyncio.sleep
@@ -237,6 +239,7 @@ class AgentRuntime:
         injections = await asyncio.to_thread(self._drain_injections, key.canonical)
         tools = {t.name: t for t in self.tools.tools()}
         candidates = setup.model_chain(self.models, cfg, key, req.model or override, ref.entry.model_override)
+        files = await self._bootstrap(cfg, key, ws)
         base_prompt = setup.system_prompt(
             cfg,
             key,
@@ -246,6 +249,7 @@ class AgentRuntime:
             channel=req.channel,
             extra=req.extra_system_prompt,
             thinking=req.thinking,
+            files=files,
         )
         history_json = [m.to_json() for m in history]
         changes = await phases.prompt_changes(req.message, history_json, injections, base_prompt)
@@ -396,6 +400,25 @@ class AgentRuntime:
             ),
         )
         return outcome
+
+    async def _bootstrap(self, cfg: HomarusConfig, key: SessionKey, ws: Path) -> list[Any]:
+        """The workspace files for the prompt, after the ``agent:bootstrap`` operator hooks saw them."""
+        files = await asyncio.to_thread(setup.bootstrap_files, cfg, key, ws)
+        if self.bootstrap_hook is None:
+            return files
+        context: dict[str, Any] = {"bootstrap_files": files, "workspace": str(ws)}
+        event: dict[str, Any] = {
+            "type": "agent",
+            "action": "bootstrap",
+            "sessionKey": key.canonical,
+            "messages": [],
+            "context": context,
+        }
+        await self.bootstrap_hook(event)
+        changed = context["bootstrap_files"]
+        return (
+            [f for f in changed if hasattr(f, "content") and hasattr(f, "name")] if isinstance(changed, list) else files
+        )
 
     def _drain_injections(self, session_key: str) -> list[dict[str, Any]]:
         if self.injections is None:

@@ -14,7 +14,7 @@ from homarus.messages import ToolSpec
 from homarus.providers.registry import BUILTIN_MODEL, ModelRegistry, ResolvedModel
 from homarus.sessions.keys import SessionKey
 
-__all__ = ["model_chain", "system_prompt", "workspace_dir"]
+__all__ = ["bootstrap_files", "model_chain", "system_prompt", "workspace_dir"]
 
 log = logging.getLogger("homarus.agents")
 
@@ -49,6 +49,16 @@ def model_chain(
     return resolved
 
 
+def bootstrap_files(cfg: HomarusConfig, key: SessionKey, ws: Path) -> list[workspace.BootstrapFile]:
+    d = cfg.agents.defaults
+    return workspace.load_bootstrap_files(
+        ws,
+        max_chars=d.bootstrap_max_chars,
+        total_max_chars=d.bootstrap_total_max_chars,
+        subagent=key.kind == "subagent",
+    )
+
+
 def system_prompt(
     cfg: HomarusConfig,
     key: SessionKey,
@@ -59,15 +69,12 @@ def system_prompt(
     channel: str | None,
     extra: str | None,
     thinking: str | None,
+    files: list[workspace.BootstrapFile] | None = None,
 ) -> str:
     d = cfg.agents.defaults
     subagent = key.kind == "subagent"
-    files = workspace.load_bootstrap_files(
-        ws,
-        max_chars=d.bootstrap_max_chars,
-        total_max_chars=d.bootstrap_total_max_chars,
-        subagent=subagent,
-    )
+    if files is None:
+        files = bootstrap_files(cfg, key, ws)
     entry = next((a for a in cfg.agents.list if a.id == key.agent_id), None)
     return prompt.build_system_prompt(
         prompt.PromptInputs(

@@ -19,9 +19,12 @@ from homarus.config.schema import HomarusConfig, is_loopback_host
 from homarus.config.store import ConfigStore
 from homarus.errors import HomarusError
 from homarus.gateway.events import EventBus
+from homarus.gateway.methods import approvals
 from homarus.gateway.router import ClientInfo, MethodRegistry
 from homarus.gateway.run_events import RunEvents
 from homarus.plugins.events import GatewayStartEvent, GatewayStopEvent
+from homarus.plugins.hookmd import HookMdRunner
+from homarus.plugins.injections import InjectionQueue
 from homarus.plugins.runner import HookRunner
 from homarus.protocol.frames import ErrorShape
 from homarus.protocol.handshake import ConnectRequest
@@ -31,6 +34,7 @@ from homarus.providers.registry import ModelRegistry
 from homarus.queue.dedupe import DedupeCache
 from homarus.queue.journal import RunJournal, RunRecord
 from homarus.queue.lanes import LaneQueue
+from homarus.security.approvals import plugin_remember_key
 from homarus.security.auth import check_shared_secret
 from homarus.security.ratelimit import FailureLimiter, SlidingWindowBudget
 from homarus.security.scopes import ALL_OPERATOR_SCOPES
@@ -61,6 +65,8 @@ GATEWAY_EVENTS = (
     "agent",
     "chat",
     "sessions.changed",
+    "plugin.approval.requested",
+    "plugin.approval.resolved",
 )
 
 
@@ -139,12 +145,17 @@ class Gateway:
             services={"sessions": self.sessions},
             hooks=self.hooks,
             spawn=self.spawn,
+            approve=self._approve,
+            injections=InjectionQueue(paths.state_dir / "injections"),
         )
+        self.hookmd = HookMdRunner.discover(paths.state_dir)
+        self.runtime.bootstrap_hook = self._bootstrap_hooks
         self._health_cache: tuple[float, dict[str, Any]] | None = None
         self._drained = asyncio.Event()
         from homarus.gateway.methods import register_core_methods  # composition, not a cycle dodge
 
         register_core_methods(self)
+        self.plugin_approvals = approvals.install(self)
 
     def _build_sessions(self) -> SessionManager:
         cfg = self.config
@@ -156,6 +167,20 @@ class Gateway:
             main_key=cfg.session.main_key,
             maintenance=Maintenance(m.mode, m.prune_after_ms, m.max_entries),
             workspace=cfg.agents.defaults.workspace,
+        )
+
+    async def _bootstrap_hooks(self, event: dict[str, Any]) -> None:
+        if self.hookmd.handlers_for("agent", "bootstrap"):
+            await self.hookmd.trigger("agent", "bootstrap", event)
+
+    async def _approve(self, payload: dict[str, Any], timeout_ms: int, abort: asyncio.Event) -> str | None:
+        """Ask the operators (clients with operator.approvals) to approve a plugin-gated tool call."""
+        return await self.plugin_approvals.ask(
+            payload,
+            timeout_ms=timeout_ms,
+            abort=abort,
+            remember_key=plugin_remember_key(payload.get("pluginId"), payload.get("toolName")),
+            route_available=approvals.has_approval_clients(self),
         )
 
     def _build_models(self) -> ModelRegistry:
@@ -364,6 +389,16 @@ class Gateway:
     async def startup(self) -> None:
         self.interrupted_runs = await asyncio.to_thread(self._recover_runs)
         self._tasks.append(asyncio.create_task(self._tick_loop()))
+        await self.hookmd.trigger(
+            "gateway",
+            "startup",
+            {
+                "type": "gateway",
+                "action": "startup",
+                "messages": [],
+                "context": {"stateDir": str(self.paths.state_dir)},
+            },
+        )
 
     def on_listening(self, port: int) -> None:
         """The socket is bound: record the port and tell the plugins (``gateway_start``)."""
@@ -406,6 +441,7 @@ class Gateway:
             with contextlib.suppress(TimeoutError):  # the hook's own 5 s timeout bounds each handler
                 await asyncio.wait_for(self.hooks.void("gateway_stop", GatewayStopEvent(reason)), 6.0)
         self.lanes.drain()
+        self.plugin_approvals.cancel_all("shutdown")
         for run in self.runtime.runs.all():
             self.runtime.abort(run.session_key, origin="shutdown")
         if self._background:

@@ -19,13 +19,13 @@ from pydantic import Field
 
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import EmptyParams, MethodCall, Params
-from homarus.security.approvals import ApprovalManager, ApprovalRecord
+from homarus.security.approvals import ApprovalManager, ApprovalRecord, plugin_remember_key
 from homarus.security.scopes import APPROVALS, scope_allows
 
 if TYPE_CHECKING:
     from homarus.gateway.app import Gateway
 
-__all__ = ["EVENTS", "has_approval_clients", "install", "register", "remember_key"]
+__all__ = ["EVENTS", "has_approval_clients", "install", "register"]
 
 EVENT_REQUESTED: Final = "plugin.approval.requested"
 EVENT_RESOLVED: Final = "plugin.approval.resolved"
@@ -54,13 +54,6 @@ class IdParams(Params):
 class ResolveParams(Params):
     id: str = Field(min_length=1, max_length=512)
     decision: str = Field(max_length=64)
-
-
-def remember_key(plugin_id: str | None, tool_name: str | None) -> str | None:
-    """The allow-always memory key of a plugin's approvals for one tool (None: not rememberable)."""
-    if not plugin_id or not tool_name:
-        return None
-    return f"{plugin_id}\x00{tool_name}"
 
 
 def has_approval_clients(gateway: Gateway, *, exclude: str | None = None) -> bool:
@@ -113,7 +106,9 @@ def install(gateway: Gateway) -> ApprovalManager:
             "agentId": p.agent_id,
             "sessionKey": p.session_key,
         }
-        record = manager.request(payload, timeout_ms=p.timeout_ms, remember_key=remember_key(p.plugin_id, p.tool_name))
+        record = manager.request(
+            payload, timeout_ms=p.timeout_ms, remember_key=plugin_remember_key(p.plugin_id, p.tool_name)
+        )
         if not record.pending:  # answered from the allow-always memory
             return _final(record)
         if not has_approval_clients(call.gateway, exclude=call.client.conn_id):

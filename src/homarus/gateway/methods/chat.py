@@ -76,6 +76,11 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
     key = gw.sessions.resolve_key(p.session_key)
     if message.strip().lower() in STOP_COMMANDS:
         run_ids = gw.runtime.abort(key.canonical, origin="stop-command")
+        await gw.hookmd.trigger(
+            "command",
+            "stop",
+            {"type": "command", "action": "stop", "sessionKey": key.canonical, "messages": [], "context": {}},
+        )
         return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
     run_id = p.idempotency_key
     cached = gw.dedupe.get(f"chat:{run_id}")

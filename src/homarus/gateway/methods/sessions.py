@@ -249,6 +249,13 @@ async def sessions_reset(call: MethodCall, p: ResetParams) -> dict[str, Any]:
                 hooks.void("before_reset", ev.BeforeResetEvent(transcript, p.reason or "reset", context=ctx)), 10.0
             )
     ref, archived = await asyncio.to_thread(mgr.reset, key)
+    await asyncio.to_thread(call.gateway.runtime.injections.clear, key.canonical)
+    reason_text = p.reason or "reset"
+    await call.gateway.hookmd.trigger(
+        "command",
+        reason_text,
+        {"type": "command", "action": reason_text, "sessionKey": key.canonical, "messages": [], "context": {}},
+    )
     if hooks.has("session_end"):
         _ = call.gateway.spawn(
             hooks.void(
@@ -275,6 +282,7 @@ async def sessions_delete(call: MethodCall, p: DeleteParams) -> dict[str, Any]:
     deleted, archived = await asyncio.to_thread(mgr.delete, key, delete_transcript=p.delete_transcript)
     if deleted:
         emit_session_changed(call.gateway, key, "delete")
+        await asyncio.to_thread(call.gateway.runtime.injections.clear, key.canonical)
         if existing is not None and call.gateway.hooks.has("session_end"):
             ctx = ev.HookContext(agent_id=key.agent_id, session_key=key.canonical, session_id=existing.entry.session_id)
             _ = call.gateway.spawn(
