@@ -361,7 +361,7 @@ def test_accept_after_reject_raises() -> None:
 
 def test_timeout_closes_plainly() -> None:
     hs = fresh()
-    assert hs.timeout() == Close(1000, "")
+    assert hs.timeout() == Close(1000, "handshake timeout")
     assert hs.state is HandshakeState.CLOSED
     with pytest.raises(RuntimeError, match="handshake already closed"):
         hs.receive(req(p=params()))
@@ -370,6 +370,6 @@ def test_timeout_closes_plainly() -> None:
 def test_timeout_while_authenticating() -> None:
     hs = fresh()
     pending(hs, req(p=params()))
-    assert hs.timeout() == Close(1000)
+    assert hs.timeout() == Close(1000, "handshake timeout")
     with pytest.raises(RuntimeError):
         hs.accept({})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
@@ -36,6 +37,7 @@ from homarus.queue.journal import RunJournal, RunRecord
 from homarus.queue.lanes import LaneQueue
 from homarus.security.approvals import plugin_remember_key
 from homarus.security.auth import check_shared_secret
+from homarus.security.device import DeviceProof, verify_device
 from homarus.security.ratelimit import FailureLimiter, SlidingWindowBudget
 from homarus.security.scopes import ALL_OPERATOR_SCOPES
 from homarus.security.token_store import load_or_create_token
@@ -247,15 +249,23 @@ class Gateway:
                 conn.close(CloseCode.AUTH_CHANGED, "gateway auth changed")
 
     # -- connection admission ---------------------------------------------------------------
-    def upgrade_refusal(self, scope: dict[str, Any], ip: str) -> tuple[int, str] | None:
-        """Why a WebSocket upgrade must be refused (HTTP status, text), or None."""
+    def upgrade_refusal(self, scope: dict[str, Any], ip: str) -> tuple[int, str, dict[str, str]] | None:
+        """Why a WebSocket upgrade must be refused (HTTP status, text, headers), or None."""
         if self.shutting_down:
-            return 503, "Gateway is shutting down"
+            return 503, "Gateway is shutting down", {}
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         if any(k.lower() in ("token", "password", "auth") for k in query):
-            return 400, "Credentials must be sent in the connect request, not in the URL."
+            return 400, "Credentials must be sent in the connect request, not in the URL.", {}
         if self._preauth.get(ip, 0) >= self.options.max_preauth_per_ip:
-            return 503, "Too many unauthenticated sockets"
+            return 503, "Too many unauthenticated sockets", {}
+        limit = self.config.gateway.auth.rate_limit
+        if not (limit.exempt_loopback and is_loopback_host(ip)) and (wait := self.auth_limiter.retry_after(ip)):
+            # a locked-out address is refused before it costs a socket and a handshake
+            return (
+                429,
+                "Too many failed authentication attempts. Please try again later.",
+                {"retry-after": str(max(1, math.ceil(wait)))},
+            )
         return None
 
     def preauth_enter(self, ip: str) -> None:
@@ -268,7 +278,7 @@ class Gateway:
         else:
             self._preauth.pop(ip, None)
 
-    def authenticate(self, req: ConnectRequest, ip: str) -> frozenset[str] | ErrorShape:
+    def authenticate(self, req: ConnectRequest, ip: str, nonce: str = "") -> frozenset[str] | ErrorShape:
         """Check the shared secret; returns the granted scopes or the error to send."""
         limit = self.config.gateway.auth.rate_limit
         limited = not (limit.exempt_loopback and is_loopback_host(ip))
@@ -286,6 +296,27 @@ class Gateway:
                 retry_after_ms=int(wait * 1000),
             )
         auth = req.params.auth
+        device = req.params.device
+        if device is not None:
+            c = req.params.client
+            failure = verify_device(
+                DeviceProof(device.id, device.public_key, device.signature, device.signed_at, device.nonce),
+                challenge_nonce=nonce,
+                now_ms=int(time.time() * 1000),
+                client_id=c.id,
+                client_mode=c.mode,
+                role=req.role,
+                scopes=list(req.params.scopes or []),
+                token=(auth.token or auth.device_token or auth.bootstrap_token or "") if auth else "",
+                platform=c.platform,
+                device_family=c.device_family,
+            )
+            if failure is not None:
+                return ErrorShape(
+                    code="INVALID_REQUEST",
+                    message=failure.message,
+                    details={"code": failure.code, "reason": failure.reason},
+                )
         decision = check_shared_secret(
             self.auth_mode,  # type: ignore[arg-type]
             self._secret,
@@ -293,7 +324,8 @@ class Gateway:
             auth.password if auth else None,
         )
         if not decision.ok:
-            if limited:
+            if limited and decision.code is not None and decision.code.endswith("MISMATCH"):
+                # only a wrong secret is a guess; a missing one burns no slot
                 self.auth_limiter.record_failure(ip)
             log.warning("auth failed from %s: %s", ip, decision.code)
             return ErrorShape(

@@ -109,19 +109,12 @@ class WSConnection:
             except Exception:  # the peer went away mid-write; nothing left to tell it
                 log.debug("writer ended with an error", exc_info=True)
 
-    async def _deny(self, status: int, text: str) -> None:
+    async def _deny(self, status: int, text: str, extra: dict[str, str]) -> None:
         if "websocket.http.response" in self.scope.get("extensions", {}):
             body = text.encode()
-            await self._send(
-                {
-                    "type": "websocket.http.response.start",
-                    "status": status,
-                    "headers": [
-                        (b"content-type", b"text/plain; charset=utf-8"),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
+            headers = [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]
+            headers += [(k.encode(), v.encode()) for k, v in extra.items()]
+            await self._send({"type": "websocket.http.response.start", "status": status, "headers": headers})
             await self._send({"type": "websocket.http.response.body", "body": body})
         else:
             await self._send({"type": "websocket.close", "code": CloseCode.POLICY_VIOLATION})
@@ -148,7 +141,7 @@ class WSConnection:
         if isinstance(outcome, Rejected):
             self._reject(outcome)
             return False
-        decision = self.gateway.authenticate(outcome, self.ip)
+        decision = self.gateway.authenticate(outcome, self.ip, hs.nonce)
         if isinstance(decision, ErrorShape):
             self._reject(hs.reject(decision))
             return False

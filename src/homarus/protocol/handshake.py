@@ -131,9 +131,9 @@ class ServerHandshake:
         )
 
     def timeout(self) -> Close:
-        """The client did not finish the handshake in time: plain close, no frame."""
+        """The client did not finish the handshake in time: close 1000, no response frame."""
         self.state = HandshakeState.CLOSED
-        return Close(CloseCode.NORMAL)
+        return Close(CloseCode.NORMAL, "handshake timeout")
 
     def _invalid(self, req_id: str, message: str) -> Rejected:
         err = ErrorShape(code="INVALID_REQUEST", message=message)
