@@ -91,6 +91,8 @@ class AgentRuntime:
         #: next-turn injection queue (``drain(session_key)``), when plugins can enqueue
         self.injections = injections
         self.spawn: Callable[[Coroutine[Any, Any, Any]], Any] = spawn or _background
+        #: (session key, provider, model) → the tool names the session may use; None = all
+        self.tool_filter: Callable[[SessionKey, str | None, str | None], set[str]] | None = None
         #: operator hooks for ``agent:bootstrap`` (may change the bootstrap file list)
         self.bootstrap_hook: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
         self.runs = RunRegistry()
@@ -239,6 +241,9 @@ class AgentRuntime:
         injections = await asyncio.to_thread(self._drain_injections, key.canonical)
         tools = {t.name: t for t in self.tools.tools()}
         candidates = setup.model_chain(self.models, cfg, key, req.model or override, ref.entry.model_override)
+        if self.tool_filter is not None:
+            allowed = self.tool_filter(key, candidates[0].info.provider, candidates[0].info.id)
+            tools = {n: t for n, t in tools.items() if n in allowed}
         files = await self._bootstrap(cfg, key, ws)
         base_prompt = setup.system_prompt(
             cfg,

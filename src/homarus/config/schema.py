@@ -23,6 +23,7 @@ from homarus.config.agents import (
 )
 from homarus.config.base import ConfigModel
 from homarus.config.models import ModelsConfig
+from homarus.config.plugins import PluginsConfig
 
 __all__ = [
     "DEFAULT_AGENT_ID",
@@ -34,6 +35,7 @@ __all__ = [
     "AuthRateLimit",
     "GatewayConfig",
     "HomarusConfig",
+    "PluginsConfig",
     "SessionConfig",
     "SessionMaintenance",
     "SubagentDefaults",
@@ -106,11 +108,19 @@ class AuthConfig(ConfigModel):
         return self
 
 
+class GatewayToolsConfig(ConfigModel):
+    """Tools over HTTP (`/tools/invoke`): ``deny`` extends the built-in deny list, ``allow`` shrinks it."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
 class GatewayConfig(ConfigModel):
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     #: "loopback" (127.0.0.1), "lan" (0.0.0.0) or a literal IP address
     bind: str = "loopback"
     auth: AuthConfig = Field(default_factory=AuthConfig)
+    tools: GatewayToolsConfig = Field(default_factory=GatewayToolsConfig)
 
     @field_validator("bind")
     @classmethod
@@ -145,3 +155,4 @@ class HomarusConfig(ConfigModel):
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     messages: MessagesConfig = Field(default_factory=MessagesConfig)
+    plugins: PluginsConfig = Field(default_factory=PluginsConfig)

@@ -21,6 +21,7 @@ from homarus.config.store import ConfigStore
 from homarus.errors import HomarusError
 from homarus.gateway.events import EventBus
 from homarus.gateway.methods import approvals
+from homarus.gateway.policy import policy_inputs
 from homarus.gateway.router import ClientInfo, MethodRegistry
 from homarus.gateway.run_events import RunEvents
 from homarus.plugins.events import GatewayStartEvent, GatewayStopEvent
@@ -41,11 +42,13 @@ from homarus.security.device import DeviceProof, verify_device
 from homarus.security.ratelimit import FailureLimiter, SlidingWindowBudget
 from homarus.security.scopes import ALL_OPERATOR_SCOPES
 from homarus.security.token_store import load_or_create_token
+from homarus.security.tool_policy import ToolPolicy
 from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager
 from homarus.sessions.store import Maintenance
 from homarus.tools.base import ToolRegistry
 from homarus.tools.builtin import register_builtins
+from homarus.tools.session_tools import session_tools
 
 if TYPE_CHECKING:
     from homarus.gateway.connection import WSConnection
@@ -133,6 +136,8 @@ class Gateway:
         self._background: set[asyncio.Task[Any]] = set()
         self.tools = ToolRegistry()
         register_builtins(self.tools)
+        for tool in session_tools():
+            self.tools.register(tool)
         self.models = self._build_models()
         self.run_events = RunEvents(self)
         self.hooks = HookRunner(trace=trace_hooks_enabled())
@@ -147,10 +152,12 @@ class Gateway:
             services={"sessions": self.sessions},
             hooks=self.hooks,
             spawn=self.spawn,
-            approve=self._approve,
+            approve=self.approve_tool_call,
             injections=InjectionQueue(paths.state_dir / "injections"),
         )
         self.hookmd = HookMdRunner.discover(paths.state_dir)
+        self._policy: ToolPolicy | None = None
+        self.runtime.tool_filter = lambda key, provider, model: self.tool_names_for(key, provider=provider, model=model)
         self.runtime.bootstrap_hook = self._bootstrap_hooks
         self._health_cache: tuple[float, dict[str, Any]] | None = None
         self._drained = asyncio.Event()
@@ -175,7 +182,7 @@ class Gateway:
         if self.hookmd.handlers_for("agent", "bootstrap"):
             await self.hookmd.trigger("agent", "bootstrap", event)
 
-    async def _approve(self, payload: dict[str, Any], timeout_ms: int, abort: asyncio.Event) -> str | None:
+    async def approve_tool_call(self, payload: dict[str, Any], timeout_ms: int, abort: asyncio.Event) -> str | None:
         """Ask the operators (clients with operator.approvals) to approve a plugin-gated tool call."""
         return await self.plugin_approvals.ask(
             payload,
@@ -183,6 +190,27 @@ class Gateway:
             abort=abort,
             remember_key=plugin_remember_key(payload.get("pluginId"), payload.get("toolName")),
             route_available=approvals.has_approval_clients(self),
+        )
+
+    def tool_policy(self) -> ToolPolicy:
+        """The compiled tool policy of the current config (rebuilt when the config changes)."""
+        if self._policy is None:
+            self._policy = ToolPolicy(policy_inputs(self.config), self.tools.names())
+        return self._policy
+
+    def tool_names_for(
+        self, key: SessionKey, *, http: bool = False, provider: str | None = None, model: str | None = None
+    ) -> set[str]:
+        """The tools a session may use (over HTTP, after the HTTP deny list too)."""
+        return set(
+            self.tool_policy().allowed(
+                self.tools.names(),
+                agent_id=key.agent_id,
+                provider=provider,
+                model=model,
+                subagent_depth=key.subagent_depth,
+                http=http,
+            )
         )
 
     def _build_models(self) -> ModelRegistry:
@@ -210,6 +238,11 @@ class Gateway:
         from homarus.config.schema import resolve_bind_host
 
         return self.options.host or resolve_bind_host(self.config.gateway.bind)
+
+    @property
+    def shared_secret(self) -> str | None:
+        """The token or password clients must present (never logged)."""
+        return self._secret
 
     @property
     def auth_mode(self) -> str:
@@ -244,6 +277,7 @@ class Gateway:
         self._secret = self._resolve_secret()
         self._health_cache = None
         self.models = self.runtime.models = self._build_models()
+        self._policy = None
         if previous != self._secret:
             for conn in list(self.connections.values()):
                 conn.close(CloseCode.AUTH_CHANGED, "gateway auth changed")

@@ -14,6 +14,7 @@ from homarus.config.loader import StatePaths
 from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
 from homarus.gateway.http import build_asgi
+from homarus.gateway.tools_http import tools_invoke_route
 from homarus.gateway.uvicorn_ws import protocol_class
 from homarus.protocol.limits import MAX_PAYLOAD_BYTES
 
@@ -51,7 +52,7 @@ def build_gateway(paths: StatePaths, options: GatewayOptions | None = None) -> G
 def make_server(gateway: Gateway, *, sock: socket.socket | None = None, log_level: str = "warning") -> GatewayServer:
     port = gateway.options.port if gateway.options.port is not None else gateway.config.gateway.port
     config = uvicorn.Config(
-        build_asgi(gateway),
+        build_asgi(gateway, extra_routes=[tools_invoke_route(gateway)]),
         host=gateway.host,
         port=port,
         ws=protocol_class(),

@@ -1,0 +1,86 @@
+"""Pieces every authenticated HTTP endpoint shares: bearer auth with a failure budget, bounded JSON bodies."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from homarus.config.schema import is_loopback_host
+from homarus.security.auth import secrets_equal
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["BodyError", "bearer_auth", "json_error", "read_json_body"]
+
+BODY_TIMEOUT_S = 30.0
+
+
+class BodyError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def json_error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> Response:
+    return JSONResponse({"ok": False, "error": {"type": kind, "message": message}}, status_code=status, headers=headers)
+
+
+def bearer_auth(gateway: Gateway, request: Request) -> Response | None:
+    """None when the request carries the gateway secret; else the 401/429 response to send."""
+    ip = request.client.host if request.client else "unknown"
+    limit = gateway.config.gateway.auth.rate_limit
+    limited = not (limit.exempt_loopback and is_loopback_host(ip))
+    if limited and (wait := gateway.auth_limiter.retry_after(ip)) is not None:
+        return JSONResponse(
+            {
+                "error": {
+                    "message": "Too many failed authentication attempts. Please try again later.",
+                    "type": "rate_limited",
+                }
+            },
+            status_code=429,
+            headers={"Retry-After": str(max(1, math.ceil(wait)))},
+        )
+    secret = gateway.shared_secret
+    if gateway.auth_mode == "none":
+        return None
+    header = request.headers.get("authorization", "")
+    scheme, _, provided = header.partition(" ")
+    if scheme.lower() == "bearer" and provided and secret and secrets_equal(provided.strip(), secret):
+        gateway.auth_limiter.reset(ip)
+        return None
+    if limited and provided:
+        gateway.auth_limiter.record_failure(ip)
+    return JSONResponse({"error": {"message": "Unauthorized", "type": "unauthorized"}}, status_code=401)
+
+
+async def read_json_body(request: Request, max_bytes: int) -> Any:
+    """The JSON body (empty = {}), or BodyError 413 (too large), 408 (too slow), 400 (not JSON)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+        raise BodyError(413, "Payload too large")
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async with asyncio.timeout(BODY_TIMEOUT_S):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise BodyError(413, "Payload too large")
+                chunks.append(chunk)
+    except TimeoutError:
+        raise BodyError(408, "Request body timeout") from None
+    raw = b"".join(chunks)
+    if not raw.strip():
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise BodyError(400, "Invalid JSON body") from None

@@ -1,0 +1,48 @@
+"""Tool policy inputs from the config (the one place that maps config keys onto policy layers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from homarus.config.schema import HomarusConfig
+from homarus.security.tool_policy import LayerSpec, PolicyInputs
+
+__all__ = ["policy_inputs"]
+
+
+def _layer(name: str, section: Any) -> LayerSpec | None:
+    if section is None:
+        return None
+    profile = getattr(section, "profile", None)
+    allow = getattr(section, "allow", None)
+    deny = tuple(getattr(section, "deny", None) or ())
+    also = tuple(getattr(section, "also_allow", None) or ())
+    if profile is None and allow is None and not deny and not also:
+        return None
+    return LayerSpec(name, profile, tuple(allow) if allow is not None else None, deny, also)
+
+
+def policy_inputs(cfg: HomarusConfig) -> PolicyInputs:
+    tools = getattr(cfg, "tools", None)
+    layers = [x for x in (_layer("tools", tools),) if x is not None]
+    by_provider = {}
+    for key, section in (getattr(tools, "by_provider", None) or {}).items():
+        layer = _layer(f"tools.byProvider.{key}", section)
+        if layer is not None:
+            by_provider[key] = layer
+    agent_layers: dict[str, tuple[LayerSpec, ...]] = {}
+    for entry in cfg.agents.list:
+        layer = _layer(f"agents.{entry.id}.tools", getattr(entry, "tools", None))
+        if layer is not None:
+            agent_layers[entry.id] = (layer,)
+    sub = getattr(getattr(tools, "subagents", None), "tools", None)
+    return PolicyInputs(
+        layers=tuple(layers),
+        by_provider=by_provider,
+        agent_layers=agent_layers,
+        subagent_allow=tuple(sub.allow) if sub is not None and sub.allow is not None else None,
+        subagent_deny=tuple(sub.deny) if sub is not None else (),
+        max_spawn_depth=int(getattr(getattr(tools, "subagents", None), "max_spawn_depth", 1) or 1),
+        http_allow=tuple(cfg.gateway.tools.allow),
+        http_deny=tuple(cfg.gateway.tools.deny),
+    )

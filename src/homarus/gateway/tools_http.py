@@ -1,0 +1,108 @@
+"""`POST /tools/invoke`: call one tool over HTTP through the same policy and hooks as a model call.
+
+Order of checks: method (405, before auth) → bearer auth (401/429) → body (413/408/400) →
+`tool` present (400) → policy for the session plus the HTTP deny list (404, also for unknown
+tools, so callers cannot probe what exists) → `before_tool_call` (403 when blocked) → run
+(400 for bad arguments, 500 when the tool fails) → `after_tool_call`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from homarus.agents.hook_bridge import RuntimeHooks
+from homarus.errors import HomarusError, InvalidRequest
+from homarus.gateway.http_common import BodyError, bearer_auth, json_error, read_json_body
+from homarus.messages import ToolCall, ToolResultMessage
+from homarus.plugins.events import HookContext
+from homarus.security.tool_policy import normalize_tool_name
+from homarus.tools.base import ToolContext
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["MAX_BODY_BYTES", "tools_invoke_route"]
+
+MAX_BODY_BYTES = 2 * 1024 * 1024
+
+
+def tools_invoke_route(gateway: Gateway) -> Route:
+    async def invoke(request: Request) -> Response:
+        denied = bearer_auth(gateway, request)
+        if denied is not None:
+            return denied
+        try:
+            body = await read_json_body(request, MAX_BODY_BYTES)
+        except BodyError as exc:
+            return json_error(exc.status, "invalid_request_error", exc.message)
+        if not isinstance(body, dict):
+            return json_error(400, "invalid_request_error", "tools.invoke body must be a JSON object")
+        raw_tool = body.get("tool")
+        if not isinstance(raw_tool, str) or not raw_tool.strip():
+            return json_error(400, "invalid_request_error", "tools.invoke requires body.tool")
+        args = body.get("args", {})
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            return json_error(400, "invalid_request_error", "tools.invoke body.args must be an object")
+        try:
+            key = gateway.sessions.resolve_key(
+                body.get("sessionKey") if isinstance(body.get("sessionKey"), str) else None
+            )
+        except HomarusError as exc:
+            return json_error(400, "invalid_request_error", exc.message)
+        name = normalize_tool_name(raw_tool)
+        tool = gateway.tools.get(name)
+        if tool is None or name not in gateway.tool_names_for(key, http=True):
+            return json_error(404, "not_found", f"Tool not available: {raw_tool.strip()}")
+        action = body.get("action")
+        props = tool.parameters.get("properties", {})
+        if isinstance(action, str) and "action" in props and "action" not in args:
+            args = {**args, "action": action}
+        if body.get("dryRun") is True:
+            return JSONResponse({"ok": True, "result": {"dryRun": True, "tool": name, "args": args}})
+        return await _run(gateway, tool, name, args, key.canonical, key.agent_id)
+
+    return Route("/tools/invoke", invoke, methods=["POST"])
+
+
+async def _run(
+    gateway: Gateway, tool: Any, name: str, args: dict[str, Any], session_key: str, agent_id: str
+) -> Response:
+    run_id = f"http-{uuid.uuid4()}"
+    call_id = f"call_{uuid.uuid4().hex[:12]}"
+    abort = asyncio.Event()
+    ctx = HookContext(agent_id=agent_id, session_key=session_key, run_id=run_id, trigger="http")
+    hooks = RuntimeHooks(gateway.hooks, ctx, gateway.spawn, abort=abort, approve=gateway.approve_tool_call)
+    call = ToolCall(call_id, name, args)
+    decided = await hooks.before_tool(call)
+    if isinstance(decided, str):
+        return json_error(403, "tool_call_blocked", decided)
+    started = time.monotonic()
+    workspace = gateway.runtime.workspace_dir(agent_id, gateway.config)
+    tool_ctx = ToolContext(session_key, agent_id, run_id, call_id, workspace, abort, gateway.runtime.services)
+    try:
+        outcome = await tool.execute(tool_ctx, decided.arguments)
+    except InvalidRequest as exc:
+        result = ToolResultMessage(call_id, name, [], is_error=True)
+        hooks.after_tool(decided, result, int((time.monotonic() - started) * 1000))
+        return json_error(400, "tool_error", exc.message)
+    except Exception:
+        result = ToolResultMessage(call_id, name, [], is_error=True)
+        hooks.after_tool(decided, result, int((time.monotonic() - started) * 1000))
+        return json_error(500, "tool_error", "tool execution failed")
+    result = ToolResultMessage(call_id, name, list(outcome.content), outcome.is_error, outcome.details)
+    hooks.after_tool(decided, result, int((time.monotonic() - started) * 1000))
+    payload: dict[str, Any] = {"content": [b.to_json() for b in outcome.content]}
+    if outcome.details is not None:
+        payload["details"] = outcome.details
+    if outcome.is_error:
+        payload["isError"] = True
+    return JSONResponse({"ok": True, "result": payload})
