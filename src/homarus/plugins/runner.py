@@ -15,7 +15,7 @@ import inspect
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from homarus.plugins import events as ev
@@ -86,13 +86,13 @@ class HookRunner:
 
     # -- dispatch -------------------------------------------------------------------------------
     async def void(self, hook: str, event: Any, *, tool_name: str | None = None) -> list[str]:
-        """Run every handler concurrently; returns the errors (already logged)."""
+        """Run every handler concurrently; returns the errors as ``"<plugin>: <error>"`` (already logged)."""
         regs = self.handlers(hook, tool_name)
         if not regs:
             return []
         spec = HOOKS[hook]
         results = await asyncio.gather(*(self._call(spec, r, event) for r in regs), return_exceptions=True)
-        return [str(r) for r in results if isinstance(r, BaseException)]
+        return [f"{reg.plugin_id}: {r}" for reg, r in zip(regs, results, strict=True) if isinstance(r, BaseException)]
 
     async def modify(self, hook: str, event: Any, *, tool_name: str | None = None) -> HookOutcome:
         """Run handlers one at a time by priority, merging their results by the hook's rule."""
@@ -133,7 +133,11 @@ class HookRunner:
         return None, None
 
     def sync(self, hook: str, event: Any) -> Any:
-        """Hot-path hooks: plain calls in priority order, results chained; awaitables are ignored."""
+        """Hot-path hooks: plain calls in priority order, results chained; awaitables are ignored.
+
+        A field a handler leaves ``None`` keeps an earlier handler's value, so a later ``{}`` or
+        ``{"block": False}`` neither undoes an earlier rewrite nor hides it from the next handler.
+        """
         spec = HOOKS[hook]
         latest: Any = None
         for reg in self.handlers(hook):
@@ -154,9 +158,9 @@ class HookRunner:
                 self._count(hook, reg, started)
             if result is None:
                 continue
-            latest = result
-            if getattr(result, "block", False):
-                return result
+            latest = result if latest is None else _carry(latest, result)
+            if getattr(latest, "block", False):
+                return latest
         return latest
 
     async def _call(self, spec: HookSpec, reg: HookRegistration, event: Any) -> Any:
@@ -166,11 +170,18 @@ class HookRunner:
             value = reg.handler(replace(event, context=ctx), ctx)
             if inspect.isawaitable(value):
                 timeout_ms = reg.timeout_ms if reg.timeout_ms is not None else spec.default_timeout_ms
+                if not timeout_ms and spec.kind == "void":
+                    # void handlers already run in their own gather task and have no bound to enforce:
+                    # awaiting in place saves a task per handler on the hot path
+                    return await value
                 task = asyncio.ensure_future(value)
-                done, _ = await asyncio.wait({task}, timeout=timeout_ms / 1000 if timeout_ms else None)
+                try:
+                    done, _ = await asyncio.wait({task}, timeout=timeout_ms / 1000 if timeout_ms else None)
+                finally:
+                    if not task.done():  # timed out or the caller was cancelled: keep it referenced, let it run
+                        self._stragglers.add(task)
+                        task.add_done_callback(lambda t: self._straggler_done(t, spec.name, reg.plugin_id))
                 if task not in done:
-                    self._stragglers.add(task)
-                    task.add_done_callback(self._stragglers.discard)
                     raise _HandlerFailed(f"timed out after {timeout_ms} ms")
                 value = task.result()
             return value
@@ -180,6 +191,16 @@ class HookRunner:
             raise
         finally:
             self._count(spec.name, reg, started)
+
+    def _straggler_done(self, task: asyncio.Task[Any], hook: str, plugin_id: str) -> None:
+        self._stragglers.discard(task)
+        if not task.cancelled() and task.exception() is not None:  # retrieved: asyncio would log it unnamed
+            log.warning(
+                "[hooks] %s handler from %s failed after it was no longer awaited: %s",
+                hook,
+                plugin_id,
+                task.exception(),
+            )
 
     def _count(self, hook: str, reg: HookRegistration, started: float) -> None:
         key = (hook, reg.plugin_id)
@@ -195,6 +216,16 @@ def _blocked(spec: HookSpec, plugin_id: str, exc: Exception) -> Any:
     if spec.name == "before_agent_run":
         return ev.BeforeAgentRunResult(outcome="block", reason=reason)
     return ev.BeforeInstallResult(block=True, reason=reason)
+
+
+def _carry(previous: Any, result: Any) -> Any:
+    """``result`` with the fields it leaves None taken from ``previous`` (a copy; the handler's object is kept)."""
+    kept = {
+        f.name: getattr(previous, f.name)
+        for f in fields(result)
+        if getattr(result, f.name) is None and getattr(previous, f.name) is not None
+    }
+    return replace(result, **kept) if kept else result
 
 
 def _discard(awaitable: Any) -> None:
