@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint bench clean
+.PHONY: install run test lint bench bench-agent clean
 
 install: $(STAMP)
 
@@ -13,6 +13,8 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# precompiled bytecode keeps start-up fast even where PYTHONDONTWRITEBYTECODE is set
+	@$(BIN)/python -m compileall -q src/homarus >/dev/null
 	@touch $(STAMP)
 
 run: install
@@ -30,6 +32,11 @@ test: lint
 
 bench: install
 	$(BIN)/python bench/gateway_bench.py
+	$(BIN)/python bench/agent_bench.py
+	$(BIN)/python bench/hooks_bench.py
+
+bench-agent: install
+	$(BIN)/python bench/agent_bench.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache

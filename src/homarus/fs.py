@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write", "ensure_private_dir"]
+__all__ = ["atomic_write", "atomic_write_at", "ensure_private_dir"]
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -50,3 +51,41 @@ def atomic_write(path: Path, data: bytes | str, *, mode: int = 0o600) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def atomic_write_at(dir_fd: int, name: str, data: bytes, *, mode: int = 0o600) -> None:
+    """:func:`atomic_write` of the entry ``name`` of an already open directory.
+
+    The temp file (``O_EXCL | O_NOFOLLOW``), the rename and the directory fsync all go through
+    ``dir_fd``, so a path component swapped for a symlink after the caller checked it cannot
+    redirect the write. ``name`` must be a single path component.
+    """
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"not a single path component: {name!r}")
+    stem = name.encode("utf-8", "surrogateescape")[:64].decode("utf-8", "ignore")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(16):
+        tmp = f".{stem}.{secrets.token_hex(6)}.tmp"
+        try:
+            fd = os.open(tmp, flags, 0o600, dir_fd=dir_fd)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"could not create a temp file for {name!r}")
+    try:
+        try:
+            os.fchmod(fd, mode)
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+    os.fsync(dir_fd)

@@ -214,7 +214,8 @@ class AgentRuntime:
     async def _run_loop(
         self, req: RunRequest, active: ActiveRun, translator: EventTranslator, cfg: HomarusConfig
     ) -> RunOutcome:
-        ref = await asyncio.to_thread(self.sessions.ensure, req.session_key)
+        running = {"status": "running", "startedAt": active.started_at, "abortedLastRun": None}
+        ref = await asyncio.to_thread(self.sessions.ensure, req.session_key, update=running)
         key = req.session_key
         ctx = ev.HookContext(
             agent_id=key.agent_id,
@@ -256,17 +257,16 @@ class AgentRuntime:
             thinking=req.thinking,
             files=files,
         )
-        history_json = [m.to_json() for m in history]
+        needs_history = any(
+            self.hooks.has(h)
+            for h in ("agent_turn_prepare", "before_prompt_build", "before_agent_start", "before_agent_run")
+        )
+        history_json = [m.to_json() for m in history] if needs_history else []  # only when a hook reads it
         changes = await phases.prompt_changes(req.message, history_json, injections, base_prompt)
         if changes.model_override and not (req.model or override):
             candidates = setup.model_chain(self.models, cfg, key, changes.model_override, None)
         if changes.tools_allow is not None:
             tools = {n: t for n, t in tools.items() if n in changes.tools_allow}
-        await asyncio.to_thread(
-            self.sessions.update_entry,
-            key,
-            {"status": "running", "startedAt": active.started_at, "abortedLastRun": None},
-        )
         translator.lifecycle_start(active.started_at)
         blocked = await phases.gate(req.message, changes.system_prompt, history_json, req.channel)
         if blocked is not None:

@@ -34,6 +34,11 @@ def model_chain(
     agent = next((a for a in cfg.agents.list if a.id == key.agent_id), None)
     choice = agent.model if agent and agent.model else cfg.agents.defaults.model
     primary = requested or session_override or choice.primary or BUILTIN_MODEL
+    configured = [r for r in (choice.primary, *choice.fallbacks) if r]
+    if primary not in configured and (requested or session_override):
+        # an explicitly chosen model that is not in the configured chain does not silently
+        # fall back to another one: its failure is the answer
+        return [models.resolve(primary)]
     refs: list[str] = []
     for ref in (primary, *choice.fallbacks, choice.primary):
         if ref and ref not in refs:

@@ -48,6 +48,8 @@ class _Printer:
                 sys.stderr.write(f"[tool] {data.get('name')} → {mark} ({ms} ms)\n")
         elif stream == "lifecycle" and data.get("phase") == "retry":
             sys.stderr.write(f"\n[retry {data.get('attempt')}/{data.get('maxAttempts')}] {data.get('error')}\n")
+        elif stream == "lifecycle" and data.get("phase") == "fallback":
+            sys.stderr.write(f"\n[fallback] {data.get('from')} failed ({data.get('reason')}); using {data.get('to')}\n")
 
 
 def run_agent_command(args: argparse.Namespace, paths: StatePaths) -> int:

@@ -53,6 +53,10 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             from homarus.cli.sessions_cmd import run_sessions
 
             return run_sessions(args, paths)
+        elif args.command == "plugins" and args.plugins_command:
+            from homarus.cli.plugins_cmd import run_plugins
+
+            return run_plugins(args, paths)
     except ConfigError as exc:
         _err(str(exc))
         return 1

@@ -76,6 +76,20 @@ def build_parser() -> argparse.ArgumentParser:
     unset.add_argument("key")
     cfg_sub.add_parser("validate", help="validate the config file; exit 1 with the offending key if bad")
     cfg_sub.add_parser("path", help="print the config file path")
+
+    plg = sub.add_parser("plugins", help="list, inspect, enable, disable or check plugins")
+    plg_sub = plg.add_subparsers(dest="plugins_command", metavar="SUBCOMMAND")
+    plg_list = plg_sub.add_parser("list", help="every discovered plugin: id, origin, status, version, diagnostics")
+    plg_list.add_argument("--json", action="store_true", help="print JSON rows")
+    plg_info = plg_sub.add_parser("info", help="a plugin's manifest, registrations and diagnostics")
+    plg_info.add_argument("id")
+    plg_info.add_argument("--json", action="store_true")
+    plg_en = plg_sub.add_parser("enable", help="set plugins.entries.<id>.enabled to true")
+    plg_en.add_argument("id")
+    plg_dis = plg_sub.add_parser("disable", help="set plugins.entries.<id>.enabled to false")
+    plg_dis.add_argument("id")
+    plg_doc = plg_sub.add_parser("doctor", help="load every plugin and print all diagnostics; exit 1 on any error")
+    plg_doc.add_argument("--json", action="store_true")
     return parser
 
 

@@ -21,12 +21,14 @@ from homarus.config.store import ConfigStore
 from homarus.errors import HomarusError
 from homarus.gateway.events import EventBus
 from homarus.gateway.methods import approvals
+from homarus.gateway.plugin_wiring import install_plugins
 from homarus.gateway.policy import policy_inputs
 from homarus.gateway.router import ClientInfo, MethodRegistry
 from homarus.gateway.run_events import RunEvents
 from homarus.plugins.events import GatewayStartEvent, GatewayStopEvent
 from homarus.plugins.hookmd import HookMdRunner
 from homarus.plugins.injections import InjectionQueue
+from homarus.plugins.loader import default_workspace, load_plugins
 from homarus.plugins.runner import HookRunner
 from homarus.protocol.frames import ErrorShape
 from homarus.protocol.handshake import ConnectRequest
@@ -47,7 +49,7 @@ from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager
 from homarus.sessions.store import Maintenance
 from homarus.tools.base import ToolRegistry
-from homarus.tools.builtin import register_builtins
+from homarus.tools.files import file_tools
 from homarus.tools.session_tools import session_tools
 
 if TYPE_CHECKING:
@@ -135,8 +137,7 @@ class Gateway:
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self.tools = ToolRegistry()
-        register_builtins(self.tools)
-        for tool in session_tools():
+        for tool in (*session_tools(), *file_tools()):
             self.tools.register(tool)
         self.models = self._build_models()
         self.run_events = RunEvents(self)
@@ -165,6 +166,18 @@ class Gateway:
 
         register_core_methods(self)
         self.plugin_approvals = approvals.install(self)
+        # plugins last: they see every core name, and core always wins a clash
+        self.plugins = load_plugins(
+            self.config,
+            state_dir=paths.state_dir,
+            workspace=default_workspace(self.config, paths.state_dir),
+            runner=self.hooks,
+            tools=self.tools,
+            reserved_methods=frozenset(self.methods.names()),
+        )
+        install_plugins(self, self.plugins)
+        for diag in self.plugins.diagnostics:
+            (log.error if diag.level == "error" else log.warning)("plugin %s: %s", diag.plugin_id, diag.message)
 
     def _build_sessions(self) -> SessionManager:
         cfg = self.config
@@ -455,6 +468,7 @@ class Gateway:
     async def startup(self) -> None:
         self.interrupted_runs = await asyncio.to_thread(self._recover_runs)
         self._tasks.append(asyncio.create_task(self._tick_loop()))
+        await self.plugins.start_services()
         await self.hookmd.trigger(
             "gateway",
             "startup",
@@ -508,6 +522,7 @@ class Gateway:
                 await asyncio.wait_for(self.hooks.void("gateway_stop", GatewayStopEvent(reason)), 6.0)
         self.lanes.drain()
         self.plugin_approvals.cancel_all("shutdown")
+        await self.plugins.stop_services()
         for run in self.runtime.runs.all():
             self.runtime.abort(run.session_key, origin="shutdown")
         if self._background:

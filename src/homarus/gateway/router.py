@@ -120,6 +120,9 @@ class MethodRegistry:
     def get(self, name: str) -> MethodSpec | None:
         return self._specs.get(name)
 
+    def names(self) -> list[str]:
+        return sorted(self._specs)
+
     def advertised(self) -> list[str]:
         return sorted(n for n, s in self._specs.items() if s.advertised)
 

@@ -8,12 +8,14 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-import uvicorn
+from uvicorn.config import Config as UvicornConfig
+from uvicorn.server import Server as UvicornServer
 
 from homarus.config.loader import StatePaths
 from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
 from homarus.gateway.http import build_asgi
+from homarus.gateway.plugin_wiring import plugin_routes
 from homarus.gateway.tools_http import tools_invoke_route
 from homarus.gateway.uvicorn_ws import protocol_class
 from homarus.protocol.limits import MAX_PAYLOAD_BYTES
@@ -23,10 +25,10 @@ __all__ = ["GatewayServer", "build_gateway", "serve"]
 log = logging.getLogger("homarus.gateway")
 
 
-class GatewayServer(uvicorn.Server):
+class GatewayServer(UvicornServer):
     """uvicorn server that lets the gateway say goodbye before connections are cut."""
 
-    def __init__(self, config: uvicorn.Config, gateway: Gateway) -> None:
+    def __init__(self, config: UvicornConfig, gateway: Gateway) -> None:
         super().__init__(config)
         self.gateway = gateway
 
@@ -51,8 +53,8 @@ def build_gateway(paths: StatePaths, options: GatewayOptions | None = None) -> G
 
 def make_server(gateway: Gateway, *, sock: socket.socket | None = None, log_level: str = "warning") -> GatewayServer:
     port = gateway.options.port if gateway.options.port is not None else gateway.config.gateway.port
-    config = uvicorn.Config(
-        build_asgi(gateway, extra_routes=[tools_invoke_route(gateway)]),
+    config = UvicornConfig(
+        build_asgi(gateway, extra_routes=[tools_invoke_route(gateway), *plugin_routes(gateway, gateway.plugins)]),
         host=gateway.host,
         port=port,
         ws=protocol_class(),

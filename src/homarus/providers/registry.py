@@ -58,9 +58,14 @@ class ModelRegistry:
         self._base_dir = base_dir
         self._adapters: dict[str, Provider] = {}
         self.overrides: dict[str, Provider] = {}
+        self._plugin: dict[str, tuple[Provider, tuple[ModelInfo, ...]]] = {}
+
+    def add_plugin_provider(self, provider_id: str, provider: Provider, models: tuple[ModelInfo, ...]) -> None:
+        """A provider registered by a plugin (its models listed, or any model id accepted)."""
+        self._plugin[provider_id] = (provider, models)
 
     def provider_ids(self) -> list[str]:
-        return ["homarus", *self.config.providers]
+        return ["homarus", *self.config.providers, *self._plugin]
 
     def models(self) -> list[ModelInfo]:
         out = [ModelInfo("homarus", "echo", "scripted", context_window=200_000)]
@@ -77,6 +82,15 @@ class ModelRegistry:
                 raise InvalidRequest(f"unknown model {ref!r}")
             info = ModelInfo("homarus", "echo", "scripted")
             return ResolvedModel(info, self._adapter("homarus", None))
+        plugin = self._plugin.get(provider_id)
+        if plugin is not None and provider_id not in self.config.providers:
+            provider, listed = plugin
+            found = next((m for m in listed if m.id == model_id), None)
+            if listed and found is None:
+                raise InvalidRequest(f"unknown model {ref!r}")
+            api = getattr(provider, "api", "plugin")
+            model = found if found is not None else ModelInfo(provider_id, model_id, api)
+            return ResolvedModel(model, self.overrides.get(provider_id, provider))
         pc = self.config.providers.get(provider_id)
         if pc is None:
             raise InvalidRequest(f"unknown model provider {provider_id!r} (models.providers has no such entry)")

@@ -124,7 +124,17 @@ def _step(item: dict[str, Any], i: int) -> Step:
 
 
 def _estimate(context: Context) -> int:
-    chars = len(context.system_prompt) + sum(len(json.dumps(m.to_json())) for m in context.messages)
+    """Prompt tokens as ceil(chars / 4) of the texts (cheap: no serialisation per request)."""
+    chars = len(context.system_prompt)
+    for message in context.messages:
+        content = getattr(message, "content", "")
+        if isinstance(content, str):
+            chars += len(content)
+        else:
+            for block in content:
+                chars += len(getattr(block, "text", "") or getattr(block, "thinking", "") or "")
+                if isinstance(block, ToolCall):
+                    chars += len(block.name) + 2 * len(block.arguments)
     return math.ceil(chars / 4)
 
 

@@ -126,8 +126,13 @@ class SessionManager:
         return rows
 
     # -- writes ---------------------------------------------------------------------------
-    def ensure(self, key: SessionKey, *, label: str | None = None, **fields: Any) -> SessionRef:
-        """The session for ``key``, created (entry + transcript header) if it does not exist."""
+    def ensure(
+        self, key: SessionKey, *, label: str | None = None, update: dict[str, Any] | None = None, **fields: Any
+    ) -> SessionRef:
+        """The session for ``key``, created (entry + transcript header) if it does not exist.
+
+        ``update`` is merged into the entry in the same locked write (None values remove fields).
+        """
         store = self._store_for(key)
         created = False
 
@@ -135,6 +140,12 @@ class SessionManager:
             nonlocal created
             existing = entries.get(key.canonical)
             if existing is not None:
+                if update:
+                    merged = {k: v for k, v in {**existing, **update}.items() if v is not None}
+                    merged["updatedAt"] = max(now_ms(), int(existing.get("updatedAt", 0)))
+                    _check_entry(merged)
+                    entries[key.canonical] = merged
+                    return merged
                 return existing
             created = True
             ts = now_ms()
@@ -147,7 +158,7 @@ class SessionManager:
             }
             if label is not None:
                 entry["label"] = label
-            entry.update({k: v for k, v in fields.items() if v is not None})
+            entry.update({k: v for k, v in {**fields, **(update or {})}.items() if v is not None})
             _check_entry(entry)
             entries[key.canonical] = entry
             return entry

@@ -65,14 +65,42 @@ class Transcript:
         self.path = path
         self.lock_timeout = lock_timeout
         self._state: _State | None = None
+        self._view: tuple[int, int, TranscriptView] | None = None
 
     # -- reading ------------------------------------------------------------------------
     def read(self) -> TranscriptView:
+        """The whole transcript. Append-only files are re-read incrementally: only new bytes are parsed."""
         try:
-            data = self.path.read_bytes()
+            with open(self.path, "rb") as f:
+                st = os.fstat(f.fileno())
+                cached = self._view
+                if (
+                    cached is not None
+                    and cached[0] == st.st_ino
+                    and cached[1] <= st.st_size
+                    and not cached[2].torn_tail
+                ):
+                    if cached[1] == st.st_size:
+                        return _copy(cached[2])
+                    f.seek(cached[1])
+                    more = _parse(f.read(), first_line=False)
+                    view = TranscriptView(
+                        cached[2].header,
+                        [*cached[2].entries, *more.entries],
+                        more.torn_tail,
+                        [*cached[2].bad_lines, *more.bad_lines],
+                    )
+                    size = st.st_size - len(more.torn_tail)
+                else:
+                    data = f.read()
+                    view = _parse(data)
+                    size = len(data) - len(view.torn_tail)
         except FileNotFoundError:
+            self._view = None
             return TranscriptView(None, [])
-        return _parse(data)
+        # cache up to the last complete line; a torn tail forces a full re-read next time
+        self._view = (st.st_ino, size, view) if not view.torn_tail else None
+        return _copy(view)
 
     def exists(self) -> bool:
         return self.path.exists()
@@ -221,7 +249,11 @@ def _track(state: _State, entry: dict[str, Any]) -> None:
             state.answered.add(call_id)
 
 
-def _parse(data: bytes) -> TranscriptView:
+def _copy(view: TranscriptView) -> TranscriptView:
+    return TranscriptView(view.header, list(view.entries), view.torn_tail, list(view.bad_lines))
+
+
+def _parse(data: bytes, *, first_line: bool = True) -> TranscriptView:
     cut = data.rfind(b"\n") + 1
     body, tail = data[:cut], data[cut:]
     header: dict[str, Any] | None = None
@@ -237,7 +269,7 @@ def _parse(data: bytes) -> TranscriptView:
             continue
         if not isinstance(obj, dict):
             bad.append(number)
-        elif number == 1 and obj.get("type") == "session":
+        elif first_line and number == 1 and obj.get("type") == "session":
             header = obj
         else:
             entries.append(obj)

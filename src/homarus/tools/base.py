@@ -78,8 +78,17 @@ class ToolRegistry:
         self._tools[tool.name] = tool
         return tool
 
+    def unregister(self, name: str) -> Tool | None:
+        """Remove a tool (a plugin whose registration failed is rolled back); None if absent."""
+        return self._tools.pop(name, None)
+
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    @staticmethod
+    def from_function(fn: Callable[..., Awaitable[Any]], *, name: str | None = None) -> Tool:
+        """:func:`tool_from_function`, reachable through a registry by layers below this one (plugins)."""
+        return tool_from_function(fn, name=name)
 
     def names(self) -> list[str]:
         return sorted(self._tools)

@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from homarus import __version__
 from homarus.tools.base import Tool, ToolContext, ToolRegistry, ToolResult, tool_from_function
 
-__all__ = ["builtin_tools", "register_builtins"]
+if TYPE_CHECKING:
+    from homarus.plugins.api import PluginApi
+
+__all__ = ["builtin_tools", "manifest", "register", "register_builtins"]
+
+#: the bundled plugin record of these tools (``homarus plugins list`` shows it as ``builtin-tools``)
+manifest: dict[str, Any] = {
+    "id": "builtin-tools",
+    "name": "Built-in tools",
+    "version": __version__,
+    "description": "Harmless tools present in every install: current_time, session_status.",
+    "configSchema": {"type": "object", "additionalProperties": False},
+    "contracts": {"tools": ["current_time", "session_status"]},
+}
 
 
 async def current_time(ctx: ToolContext, timezone: str | None = None) -> ToolResult:
@@ -50,3 +64,9 @@ def builtin_tools() -> list[Tool]:
 def register_builtins(registry: ToolRegistry) -> None:
     for tool in builtin_tools():
         registry.register(tool)
+
+
+def register(api: PluginApi) -> None:
+    """Bundled-plugin entry: the built-in tools go through the same registry as plugins' tools."""
+    for tool in builtin_tools():
+        api.register_tool(tool)

@@ -17,6 +17,7 @@ from homarus.agents.runs import RunOutcome
 from homarus.agents.runtime import RunRequest
 from homarus.errors import InvalidRequest, Unavailable
 from homarus.gateway.methods.sessions import emit_session_changed
+from homarus.gateway.plugin_wiring import run_command
 from homarus.gateway.router import MethodCall, Params
 from homarus.security.scopes import ADMIN, WRITE
 
@@ -144,6 +145,18 @@ async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
     if p.message.strip() in ("/new", "/reset") and ADMIN not in call.client.scopes:
         raise InvalidRequest("missing scope: operator.admin")
     key = gw.sessions.resolve_key(p.session_key, p.agent_id)
+    reply = await run_command(gw, p.message.strip(), key.canonical)
+    if reply is not None:  # a plugin's chat command answers without a model run
+        now = int(time.time() * 1000)
+        return {
+            "runId": run_id,
+            "status": "ok",
+            "summary": "completed",
+            "result": {
+                "payloads": [{"text": reply}] if reply else [],
+                "meta": {"durationMs": 0, "command": True, "startedAt": now},
+            },
+        }
     if model:
         gw.models.resolve(model)  # unknown model: refuse now, not after "accepted"
     req = RunRequest(

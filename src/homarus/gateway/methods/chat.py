@@ -16,6 +16,7 @@ from homarus.agents.runtime import RunRequest
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.methods.agent import run_and_finish, start_run
 from homarus.gateway.methods.sessions import emit_session_changed
+from homarus.gateway.plugin_wiring import run_command
 from homarus.gateway.router import MethodCall, Params
 from homarus.messages import AssistantMessage, TextContent
 from homarus.security.scopes import ADMIN, READ, WRITE
@@ -83,6 +84,24 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
         )
         return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
     run_id = p.idempotency_key
+    reply = await run_command(gw, message.strip(), key.canonical)
+    if reply is not None:  # a plugin's chat command answers without a model run
+        gw.bus.broadcast(
+            "chat",
+            {
+                "runId": run_id,
+                "sessionKey": key.canonical,
+                "seq": 0,
+                "state": "final",
+                "message": {
+                    "role": "assistant",
+                    "content": [{"type": "text", "text": reply}],
+                    "timestamp": int(time.time() * 1000),
+                },
+            },
+            guard=READ,
+        )
+        return {"runId": run_id, "status": "ok", "command": True}
     cached = gw.dedupe.get(f"chat:{run_id}")
     if cached is not None:
         if not cached.terminal:
