@@ -150,12 +150,13 @@ class Gateway:
             lanes=self.lanes,
             state_dir=paths.state_dir,
             on_event=self.run_events,
-            services={"sessions": self.sessions},
+            services={"sessions": self.sessions},  # "runtime" is added below, once it exists
             hooks=self.hooks,
             spawn=self.spawn,
             approve=self.approve_tool_call,
             injections=InjectionQueue(paths.state_dir / "injections"),
         )
+        self.runtime.services["runtime"] = self.runtime
         self.hookmd = HookMdRunner.discover(paths.state_dir)
         self._policy: ToolPolicy | None = None
         self.runtime.tool_filter = lambda key, provider, model: self.tool_names_for(key, provider=provider, model=model)
