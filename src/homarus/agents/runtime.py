@@ -34,7 +34,7 @@ from homarus.plugins.runner import HookRunner
 from homarus.providers.registry import ModelRegistry
 from homarus.queue.lanes import LaneQueue
 from homarus.sessions.keys import SessionKey
-from homarus.sessions.manager import SessionManager
+from homarus.sessions.manager import SessionManager, SessionRef
 from homarus.sessions.transcript import Transcript
 from homarus.tools.base import ToolContext, ToolRegistry
 
@@ -214,9 +214,10 @@ class AgentRuntime:
     async def _run_loop(
         self, req: RunRequest, active: ActiveRun, translator: EventTranslator, cfg: HomarusConfig
     ) -> RunOutcome:
-        running = {"status": "running", "startedAt": active.started_at, "abortedLastRun": None}
-        ref = await asyncio.to_thread(self.sessions.ensure, req.session_key, update=running)
         key = req.session_key
+        ws = setup.workspace_dir(key.agent_id, cfg, self.state_dir)
+        # all the file work a run needs before the model, in one trip to a worker thread
+        ref, history, ids, injections, files = await asyncio.to_thread(self._load, req, active, cfg, ws)
         ctx = ev.HookContext(
             agent_id=key.agent_id,
             session_key=key.canonical,
@@ -236,16 +237,13 @@ class AgentRuntime:
             hooks.fire("session_start", ev.SessionStartEvent(ref.entry.session_id, key.canonical, context=ctx))
         override = await phases.resolve_model(req.message)
         transcript = self.sessions.transcript_for(ref)
-        ws = setup.workspace_dir(key.agent_id, cfg, self.state_dir)
-        history, ids = await asyncio.to_thread(self._prepare, transcript, ws)
         entry_ids: dict[int, str] = {id(m): i for m, i in zip(history, ids, strict=True) if i}
-        injections = await asyncio.to_thread(self._drain_injections, key.canonical)
         tools = {t.name: t for t in self.tools.tools()}
         candidates = setup.model_chain(self.models, cfg, key, req.model or override, ref.entry.model_override)
         if self.tool_filter is not None:
             allowed = self.tool_filter(key, candidates[0].info.provider, candidates[0].info.id)
             tools = {n: t for n, t in tools.items() if n in allowed}
-        files = await self._bootstrap(cfg, key, ws)
+        files = await self._bootstrap(key, ws, files)
         base_prompt = setup.system_prompt(
             cfg,
             key,
@@ -406,9 +404,20 @@ class AgentRuntime:
         )
         return outcome
 
-    async def _bootstrap(self, cfg: HomarusConfig, key: SessionKey, ws: Path) -> list[Any]:
-        """The workspace files for the prompt, after the ``agent:bootstrap`` operator hooks saw them."""
-        files = await asyncio.to_thread(setup.bootstrap_files, cfg, key, ws)
+    def _load(
+        self, req: RunRequest, active: ActiveRun, cfg: HomarusConfig, ws: Path
+    ) -> tuple[SessionRef, list[Message], list[str], list[dict[str, Any]], list[Any]]:
+        """Session entry (marked running), workspace, history, pending injections, bootstrap files."""
+        running = {"status": "running", "startedAt": active.started_at, "abortedLastRun": None}
+        ref = self.sessions.ensure(req.session_key, update=running)
+        workspace.ensure_workspace(ws)
+        history, ids = load_history(self.sessions.transcript_for(ref))
+        injections = self._drain_injections(req.session_key.canonical)
+        files = setup.bootstrap_files(cfg, req.session_key, ws)
+        return ref, history, ids, injections, files
+
+    async def _bootstrap(self, key: SessionKey, ws: Path, files: list[Any]) -> list[Any]:
+        """The bootstrap files, after the ``agent:bootstrap`` operator hooks saw (and maybe changed) them."""
         if self.bootstrap_hook is None:
             return files
         context: dict[str, Any] = {"bootstrap_files": files, "workspace": str(ws)}
@@ -421,9 +430,9 @@ class AgentRuntime:
         }
         await self.bootstrap_hook(event)
         changed = context["bootstrap_files"]
-        return (
-            [f for f in changed if hasattr(f, "content") and hasattr(f, "name")] if isinstance(changed, list) else files
-        )
+        if not isinstance(changed, list):
+            return files
+        return [f for f in changed if hasattr(f, "content") and hasattr(f, "name")]
 
     def _drain_injections(self, session_key: str) -> list[dict[str, Any]]:
         if self.injections is None:
@@ -439,10 +448,6 @@ class AgentRuntime:
         entries = [{"type": "message", "message": r} for r in rows if r is not None]
         stored = iter(transcript.append_many(entries) if entries else [])
         return [next(stored) if r is not None else None for r in rows]
-
-    def _prepare(self, transcript: Any, ws: Path) -> tuple[list[Message], list[str]]:
-        workspace.ensure_workspace(ws)
-        return load_history(transcript)
 
     def workspace_dir(self, agent_id: str, cfg: HomarusConfig) -> Path:
         return setup.workspace_dir(agent_id, cfg, self.state_dir)
