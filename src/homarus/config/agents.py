@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from homarus.config.base import ConfigModel
+from homarus.config.tools import ToolPolicyLayer
 
 __all__ = [
     "DEFAULT_AGENT_ID",
@@ -73,6 +74,8 @@ class AgentEntry(ConfigModel):
     name: str | None = None
     workspace: str | None = None
     model: ModelChoice | None = None
+    #: this agent's own tool policy layer (narrows the global one)
+    tools: ToolPolicyLayer | None = None
 
 
 class SubagentDefaults(ConfigModel):

@@ -24,6 +24,7 @@ from homarus.config.agents import (
 from homarus.config.base import ConfigModel
 from homarus.config.models import ModelsConfig
 from homarus.config.plugins import PluginsConfig
+from homarus.config.tools import ToolsConfig
 
 __all__ = [
     "DEFAULT_AGENT_ID",
@@ -155,4 +156,5 @@ class HomarusConfig(ConfigModel):
     agents: AgentsConfig = Field(default_factory=AgentsConfig)
     models: ModelsConfig = Field(default_factory=ModelsConfig)
     messages: MessagesConfig = Field(default_factory=MessagesConfig)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)

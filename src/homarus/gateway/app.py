@@ -51,6 +51,8 @@ from homarus.sessions.store import Maintenance
 from homarus.tools.base import ToolRegistry
 from homarus.tools.files import file_tools
 from homarus.tools.session_tools import session_tools
+from homarus.tools.subagents import subagent_tools
+from homarus.tools.web import WebSettings, guarded_client_for, make_web_tools
 
 if TYPE_CHECKING:
     from homarus.gateway.connection import WSConnection
@@ -137,7 +139,11 @@ class Gateway:
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self.tools = ToolRegistry()
-        for tool in (*session_tools(), *file_tools()):
+        web_settings = WebSettings.from_config(self.config.tools)
+        self.web_client = guarded_client_for(web_settings)
+        for tool in (*session_tools(), *file_tools(), *make_web_tools(web_settings, self.web_client)):
+            self.tools.register(tool)
+        for tool in subagent_tools(max_spawn_depth=lambda: self.tool_policy().inputs.max_spawn_depth):
             self.tools.register(tool)
         self.models = self._build_models()
         self.run_events = RunEvents(self)
@@ -541,6 +547,7 @@ class Gateway:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self.journal.close()
+        await self.web_client.aclose()
 
 
 def _presence_entry(info: ClientInfo) -> dict[str, Any]:
