@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import time
 import uuid
@@ -444,7 +445,7 @@ class AgentRuntime:
 
         Returns, per message, its stored entry or None when a hook withheld it.
         """
-        rows = [phases.filter_write(m.to_json()) for m in messages]
+        rows = [phases.filter_write(_bounded(m.to_json())) for m in messages]
         entries = [{"type": "message", "message": r} for r in rows if r is not None]
         stored = iter(transcript.append_many(entries) if entries else [])
         return [next(stored) if r is not None else None for r in rows]
@@ -524,3 +525,17 @@ def _background(coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
     return task
+
+
+MAX_DETAILS_BYTES = 8_192
+
+
+def _bounded(message: dict[str, Any]) -> dict[str, Any]:
+    """Tool ``details`` are for clients and logs; keep the transcript small by truncating big ones."""
+    details = message.get("details")
+    if details is None:
+        return message
+    raw = json.dumps(details, default=str)
+    if len(raw) <= MAX_DETAILS_BYTES:
+        return message
+    return {**message, "details": {"truncated": True, "bytes": len(raw), "preview": raw[:2000]}}
