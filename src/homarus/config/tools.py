@@ -63,6 +63,22 @@ class WebToolsConfig(ConfigModel):
     search: WebSearchConfig = Field(default_factory=WebSearchConfig)
 
 
+ExecSecurity = Literal["deny", "allowlist", "full"]
+
+
+class ExecToolConfig(ConfigModel):
+    """``exec``: deny runs nothing (the default until sandboxing lands); allowlist runs simple
+    commands whose binary is listed; full runs anything on this host."""
+
+    security: ExecSecurity = "deny"
+    #: binary names (ls, git) or globs on the resolved path (/usr/bin/*); shells/wrappers are always refused
+    allowlist: tuple[str, ...] = ()
+    path: str = "/usr/local/bin:/usr/bin:/bin"
+    max_timeout_seconds: int = Field(1800, ge=1, le=86_400)
+    max_output_bytes: int = Field(200_000, ge=1024, le=16 * 1024 * 1024)
+    max_background: int = Field(8, ge=1, le=64)
+
+
 class ToolPolicyLayer(ConfigModel):
     """One layer of tool policy: a profile and/or allow/deny globs (deny wins; ``*`` wildcard)."""
 
@@ -87,3 +103,4 @@ class ToolsConfig(ConfigModel):
     by_provider: dict[str, ToolPolicyLayer] = Field(default_factory=dict)
     subagents: SubagentToolsConfig = Field(default_factory=SubagentToolsConfig)
     web: WebToolsConfig = Field(default_factory=WebToolsConfig)
+    exec: ExecToolConfig = Field(default_factory=ExecToolConfig)

@@ -49,7 +49,10 @@ from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager
 from homarus.sessions.store import Maintenance
 from homarus.tools.base import ToolRegistry
+from homarus.tools.exec import make_exec_tools
+from homarus.tools.exec_policy import ExecPolicy
 from homarus.tools.files import file_tools
+from homarus.tools.process import HostBackend
 from homarus.tools.session_tools import session_tools
 from homarus.tools.subagents import subagent_tools
 from homarus.tools.web import WebSettings, guarded_client_for, make_web_tools
@@ -141,7 +144,17 @@ class Gateway:
         self.tools = ToolRegistry()
         web_settings = WebSettings.from_config(self.config.tools)
         self.web_client = guarded_client_for(web_settings)
-        for tool in (*session_tools(), *file_tools(), *make_web_tools(web_settings, self.web_client)):
+        ex = self.config.tools.exec
+        exec_policy = ExecPolicy(
+            ex.security, tuple(ex.allowlist), ex.path, ex.max_timeout_seconds, ex.max_output_bytes, ex.max_background
+        )
+        self.exec_backend = HostBackend(max_output_bytes=ex.max_output_bytes, max_background=ex.max_background)
+        for tool in (
+            *session_tools(),
+            *file_tools(),
+            *make_web_tools(web_settings, self.web_client),
+            *make_exec_tools(exec_policy, self.exec_backend),
+        ):
             self.tools.register(tool)
         for tool in subagent_tools(max_spawn_depth=lambda: self.tool_policy().inputs.max_spawn_depth):
             self.tools.register(tool)
@@ -163,6 +176,7 @@ class Gateway:
             injections=InjectionQueue(paths.state_dir / "injections"),
         )
         self.runtime.services["runtime"] = self.runtime
+        self.runtime.services["hooks"] = self.hooks
         self.hookmd = HookMdRunner.discover(paths.state_dir)
         self._policy: ToolPolicy | None = None
         self.runtime.tool_filter = lambda key, provider, model: self.tool_names_for(key, provider=provider, model=model)
@@ -548,6 +562,7 @@ class Gateway:
                 await task
         self.journal.close()
         await self.web_client.aclose()
+        await self.exec_backend.aclose()
 
 
 def _presence_entry(info: ClientInfo) -> dict[str, Any]:

@@ -106,7 +106,7 @@ def tool_from_function(
 ) -> Tool:
     """Build a Tool from ``async def fn(ctx: ToolContext, *, a: int, b: str = "x") -> str | ToolResult``."""
     sig = inspect.signature(fn)
-    hints = get_type_hints(fn)
+    hints = get_type_hints(fn, include_extras=True)
     fields: dict[str, Any] = {}
     for pname, param in list(sig.parameters.items())[1:]:  # first parameter is the context
         annotation = hints.get(pname, Any)
