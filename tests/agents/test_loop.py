@@ -330,3 +330,26 @@ async def test_invalid_tool_arguments_become_an_error_result() -> None:
     assert results[0].is_error and results[0].text.startswith("Invalid arguments for echo: invalid JSON")
     assert results[1].is_error and "invalid arguments for echo" in results[1].text
     assert log == []
+
+
+async def test_lazy_tool_schemas_send_names_only_until_asked() -> None:
+    from homarus.tools.base import tool_schema_tool
+
+    events: list[LoopEvent] = []
+    log: list[str] = []
+    tools = _tools(log)
+    tools["tool_schema"] = tool_schema_tool(dict(tools))
+    provider = ScriptedProvider(
+        [
+            Reply("", tool_calls=[("tool_schema", {"names": ["echo"]})]),
+            Reply("", tool_calls=[("echo", {"text": "x"})]),
+            Reply("done"),
+        ]
+    )
+    s = _settings(provider, events, tools, lazy_tools=True)
+    result = await run_agent_loop([], [UserMessage("go")], s)
+    sent = {t.name: t for t in provider.requests[0].tools}
+    assert sent["echo"].parameters == {"type": "object", "additionalProperties": True}
+    assert "properties" in sent["tool_schema"].parameters
+    schema_result = next(m for m in result.new_messages if isinstance(m, ToolResultMessage))
+    assert '"text"' in schema_result.text and log == ["echo:x"]

@@ -55,6 +55,7 @@ from homarus.messages import (
     ToolCallEnd,
     ToolCallStart,
     ToolResultMessage,
+    ToolSpec,
     UserMessage,
 )
 from homarus.providers.classify import is_context_overflow, is_retryable
@@ -119,6 +120,8 @@ class LoopSettings:
     temperature: float | None = None
     reasoning: str | None = None
     timeout_s: float = 600.0
+    #: send only names + one line per tool; the model asks ``tool_schema`` for the full parameters
+    lazy_tools: bool = False
 
 
 @dataclass
@@ -265,7 +268,7 @@ async def _stream(
     resolved: ResolvedModel, history: list[Message], s: LoopSettings
 ) -> tuple[AssistantMessage, int | None, float | None]:
     info = resolved.info
-    context = Context(s.system_prompt, repair_for_replay(history), [t.spec for t in s.tools.values()])
+    context = Context(s.system_prompt, repair_for_replay(history), _specs(s))
     options = StreamOptions(
         api_key=resolved.api_key,
         max_tokens=s.max_tokens or info.max_tokens,
@@ -300,6 +303,22 @@ async def _stream(
     if not started:
         s.emit(MessageStart(partial))
     return partial, None, None
+
+
+LAZY_PARAMETERS: dict[str, object] = {"type": "object", "additionalProperties": True}
+
+
+def _specs(s: LoopSettings) -> list[ToolSpec]:
+    if not s.lazy_tools:
+        return [t.spec for t in s.tools.values()]
+    out = []
+    for tool in s.tools.values():
+        if tool.name == "tool_schema":
+            out.append(tool.spec)
+        else:
+            summary = tool.description.split("\n", 1)[0].split(". ", 1)[0]
+            out.append(ToolSpec(tool.name, f"{summary} (call tool_schema first for parameters)", LAZY_PARAMETERS))
+    return out
 
 
 def _apply(

@@ -37,7 +37,7 @@ from homarus.queue.lanes import LaneQueue
 from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager, SessionRef
 from homarus.sessions.transcript import Transcript
-from homarus.tools.base import ToolContext, ToolRegistry
+from homarus.tools.base import ToolContext, ToolRegistry, tool_schema_tool
 
 __all__ = ["AgentRuntime", "QueueMode", "RunRequest"]
 
@@ -244,6 +244,9 @@ class AgentRuntime:
         if self.tool_filter is not None:
             allowed = self.tool_filter(key, candidates[0].info.provider, candidates[0].info.id)
             tools = {n: t for n, t in tools.items() if n in allowed}
+        if cfg.tools.lazy_schemas and tools:
+            schema_tool = tool_schema_tool(tools)
+            tools = {**tools, schema_tool.name: schema_tool}
         files = await self._bootstrap(key, ws, files)
         base_prompt = setup.system_prompt(
             cfg,
@@ -321,6 +324,7 @@ class AgentRuntime:
             reasoning=req.thinking,
             timeout_s=float(d.timeout_seconds),
             hooks=hooks,
+            lazy_tools=cfg.tools.lazy_schemas,
         )
         persisted = {id(model_user)}
 

@@ -102,5 +102,7 @@ class ToolsConfig(ConfigModel):
     #: per provider or provider/model
     by_provider: dict[str, ToolPolicyLayer] = Field(default_factory=dict)
     subagents: SubagentToolsConfig = Field(default_factory=SubagentToolsConfig)
+    #: describe tools by name + one line only; the model fetches parameters with ``tool_schema``
+    lazy_schemas: bool = False
     web: WebToolsConfig = Field(default_factory=WebToolsConfig)
     exec: ExecToolConfig = Field(default_factory=ExecToolConfig)

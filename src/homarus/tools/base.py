@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from homarus.errors import InvalidRequest, RegistrationError
 from homarus.messages import ImageContent, TextContent, ToolSpec
 
-__all__ = ["Tool", "ToolContext", "ToolRegistry", "ToolResult", "tool_from_function"]
+__all__ = ["Tool", "ToolContext", "ToolRegistry", "ToolResult", "tool_from_function", "tool_schema_tool"]
 
 
 @dataclass(slots=True)
@@ -139,3 +140,20 @@ def _compact_schema(schema: Any) -> Any:
     if isinstance(schema, list):
         return [_compact_schema(v) for v in schema]
     return schema
+
+
+def tool_schema_tool(tools: dict[str, Tool]) -> Tool:
+    """``tool_schema``: the full parameter schemas of named tools (for lazily described tool sets)."""
+
+    async def tool_schema(ctx: ToolContext, names: list[str]) -> ToolResult:
+        """Full JSON Schema of the parameters of the named tools; call it before using a tool."""
+        found = {
+            n: {"description": tools[n].description, "parameters": tools[n].parameters} for n in names if n in tools
+        }
+        missing = [n for n in names if n not in tools]
+        text = json.dumps(found, indent=1)
+        if missing:
+            text += f"\nunknown tools: {', '.join(missing)}"
+        return ToolResult.text(text, is_error=not found)
+
+    return tool_from_function(tool_schema)
