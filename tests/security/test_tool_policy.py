@@ -140,3 +140,13 @@ def test_verdict_reasons_and_cache() -> None:
 def test_names_are_normalised() -> None:
     assert normalize_tool_name(" Bash ") == "exec"
     assert normalize_tool_name("apply-patch") == "apply_patch"
+
+
+def test_agent_provider_layer_is_step_six() -> None:
+    inputs = PolicyInputs(
+        agent_layers={"ops": (LayerSpec("agents.ops.tools", deny=("cron",)),)},
+        agent_by_provider={"ops": {"anthropic": LayerSpec("agents.ops.tools.byProvider.anthropic", deny=("exec",))}},
+    )
+    assert "exec" not in allowed(inputs, agent_id="ops", provider="anthropic", model="claude")
+    assert "exec" in allowed(inputs, agent_id="ops", provider="openai", model="gpt")
+    assert "exec" in allowed(inputs, agent_id="main", provider="anthropic", model="claude")

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from homarus.config.base import ConfigModel
-from homarus.config.tools import ToolPolicyLayer
+from homarus.config.tools import AgentToolsConfig
 
 __all__ = [
     "DEFAULT_AGENT_ID",
@@ -75,7 +75,7 @@ class AgentEntry(ConfigModel):
     workspace: str | None = None
     model: ModelChoice | None = None
     #: this agent's own tool policy layer (narrows the global one)
-    tools: ToolPolicyLayer | None = None
+    tools: AgentToolsConfig | None = None
 
 
 class SubagentDefaults(ConfigModel):

@@ -88,6 +88,12 @@ class ToolPolicyLayer(ConfigModel):
     also_allow: tuple[str, ...] = ()
 
 
+class AgentToolsConfig(ToolPolicyLayer):
+    """An agent's own tool policy: a layer, plus layers per provider or provider/model."""
+
+    by_provider: dict[str, ToolPolicyLayer] = Field(default_factory=dict)
+
+
 class SubagentToolsConfig(ConfigModel):
     #: a sub-agent at this depth or deeper may not spawn, list or read sessions (1 = default leaf)
     max_spawn_depth: int = Field(1, ge=1, le=5)

@@ -31,15 +31,21 @@ def policy_inputs(cfg: HomarusConfig) -> PolicyInputs:
         if layer is not None:
             by_provider[key] = layer
     agent_layers: dict[str, tuple[LayerSpec, ...]] = {}
+    agent_by_provider: dict[str, dict[str, LayerSpec]] = {}
     for entry in cfg.agents.list:
-        layer = _layer(f"agents.{entry.id}.tools", getattr(entry, "tools", None))
+        layer = _layer(f"agents.{entry.id}.tools", entry.tools)
         if layer is not None:
             agent_layers[entry.id] = (layer,)
+        for key, section in (entry.tools.by_provider if entry.tools else {}).items():
+            provider_layer = _layer(f"agents.{entry.id}.tools.byProvider.{key}", section)
+            if provider_layer is not None:
+                agent_by_provider.setdefault(entry.id, {})[key] = provider_layer
     sub = getattr(getattr(tools, "subagents", None), "tools", None)
     return PolicyInputs(
         layers=tuple(layers),
         by_provider=by_provider,
         agent_layers=agent_layers,
+        agent_by_provider=agent_by_provider,
         subagent_allow=tuple(sub.allow) if sub is not None and sub.allow is not None else None,
         subagent_deny=tuple(sub.deny) if sub is not None else (),
         max_spawn_depth=int(getattr(getattr(tools, "subagents", None), "max_spawn_depth", 1) or 1),

@@ -160,6 +160,8 @@ class PolicyInputs:
     #: provider or provider/model key → layer
     by_provider: Mapping[str, LayerSpec] = field(default_factory=dict)
     agent_layers: Mapping[str, tuple[LayerSpec, ...]] = field(default_factory=dict)
+    #: agent id → (provider or provider/model key → layer)
+    agent_by_provider: Mapping[str, Mapping[str, LayerSpec]] = field(default_factory=dict)
     subagent_allow: tuple[str, ...] | None = None
     subagent_deny: tuple[str, ...] = ()
     max_spawn_depth: int = 1
@@ -223,6 +225,11 @@ class ToolPolicy:
                 layers.insert(1, self.inputs.by_provider[pkey])
                 break
         layers.extend(self.inputs.agent_layers.get(agent_id, ()))
+        agent_providers = self.inputs.agent_by_provider.get(agent_id, {})
+        for pkey in (f"{provider}/{model}", provider):
+            if pkey and pkey in agent_providers:
+                layers.append(agent_providers[pkey])
+                break
         if subagent_depth > 0:
             deny = [*SUBAGENT_DENY_ALWAYS, *self.inputs.subagent_deny]
             if subagent_depth >= self.inputs.max_spawn_depth:
