@@ -35,6 +35,7 @@ bench: install
 	$(BIN)/python bench/gateway_bench.py
 	$(BIN)/python bench/agent_bench.py
 	$(BIN)/python bench/hooks_bench.py
+	$(BIN)/python bench/sessions_bench.py
 	$(BIN)/python bench/tools_invoke_bench.py
 
 bench-agent: install

@@ -48,6 +48,7 @@ class SessionStore:
         self.path = path
         self.maintenance = maintenance or Maintenance()
         self.lock_timeout = lock_timeout
+        self._warned_at = -1e9
 
     def read(self) -> Entries:
         """Current entries (raw JSON objects); missing file = empty store."""
@@ -96,6 +97,9 @@ class SessionStore:
         if not stale and excess == 0:
             return
         if m.mode == "warn":
+            if time.monotonic() - self._warned_at < 600:
+                return  # said recently; a store over its bounds is not news on every write
+            self._warned_at = time.monotonic()
             log.warning(
                 "session store %s: %d entries older than pruneAfter, %d over maxEntries (mode warn: kept)",
                 self.path,
