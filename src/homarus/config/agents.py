@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from homarus.config.base import ConfigModel
+from homarus.config.sandbox import SandboxConfig
 from homarus.config.tools import AgentToolsConfig
 
 __all__ = [
@@ -92,6 +93,8 @@ class AgentsDefaults(ConfigModel):
     bootstrap_max_chars: int = Field(20_000, ge=100)
     bootstrap_total_max_chars: int = Field(60_000, ge=100)
     user_timezone: str | None = None
+    #: confinement of exec: off | non-main | all (bubblewrap on Linux)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     #: "parallel" runs a turn's tool calls concurrently (results still in call order)
     tool_execution: Literal["parallel", "sequential"] = "parallel"
     #: global `main` lane: agent runs in parallel across sessions

@@ -20,7 +20,8 @@ from homarus.config.schema import HomarusConfig, is_loopback_host
 from homarus.config.store import ConfigStore
 from homarus.errors import HomarusError
 from homarus.gateway.events import EventBus
-from homarus.gateway.methods import approvals
+from homarus.gateway.exec_wiring import build_exec
+from homarus.gateway.methods import approvals, exec_approvals
 from homarus.gateway.plugin_wiring import install_plugins
 from homarus.gateway.policy import policy_inputs
 from homarus.gateway.router import ClientInfo, MethodRegistry
@@ -50,9 +51,7 @@ from homarus.sessions.manager import SessionManager
 from homarus.sessions.store import Maintenance
 from homarus.tools.base import ToolRegistry
 from homarus.tools.exec import make_exec_tools
-from homarus.tools.exec_policy import ExecPolicy
 from homarus.tools.files import file_tools
-from homarus.tools.process import HostBackend
 from homarus.tools.session_tools import session_tools
 from homarus.tools.subagents import subagent_tools
 from homarus.tools.web import WebSettings, guarded_client_for, make_web_tools
@@ -79,6 +78,8 @@ GATEWAY_EVENTS = (
     "sessions.changed",
     "plugin.approval.requested",
     "plugin.approval.resolved",
+    "exec.approval.requested",
+    "exec.approval.resolved",
 )
 
 
@@ -144,11 +145,8 @@ class Gateway:
         self.tools = ToolRegistry()
         web_settings = WebSettings.from_config(self.config.tools)
         self.web_client = guarded_client_for(web_settings)
-        ex = self.config.tools.exec
-        exec_policy = ExecPolicy(
-            ex.security, tuple(ex.allowlist), ex.path, ex.max_timeout_seconds, ex.max_output_bytes, ex.max_background
-        )
-        self.exec_backend = HostBackend(max_output_bytes=ex.max_output_bytes, max_background=ex.max_background)
+        exec_policy, self.exec_backend = build_exec(self.config, paths.state_dir)
+
         for tool in (
             *session_tools(),
             *file_tools(),
@@ -187,6 +185,7 @@ class Gateway:
 
         register_core_methods(self)
         self.plugin_approvals = approvals.install(self)
+        self.exec_approvals = exec_approvals.install(self)
         # plugins last: they see every core name, and core always wins a clash
         self.plugins = load_plugins(
             self.config,
@@ -543,6 +542,7 @@ class Gateway:
                 await asyncio.wait_for(self.hooks.void("gateway_stop", GatewayStopEvent(reason)), 6.0)
         self.lanes.drain()
         self.plugin_approvals.cancel_all("shutdown")
+        self.exec_approvals.cancel_all("shutdown")
         await self.plugins.stop_services()
         for run in self.runtime.runs.all():
             self.runtime.abort(run.session_key, origin="shutdown")

@@ -1,0 +1,392 @@
+"""Run commands in a bubblewrap sandbox: one ``bwrap`` per command.
+
+Each command gets fresh PID, IPC, UTS, cgroup and (unless the network is allowed) network
+namespaces, a read-only ``/usr`` (+ ``/bin``, ``/lib*``), a minimal ``/etc`` (generated
+``passwd``/``group`` with only the sandbox user, ``hosts``, ``resolv.conf``, certificates),
+``/proc``, a minimal ``/dev``, tmpfs ``/tmp``, ``/var/tmp``, ``/run``, the workspace at
+``/workspace`` (``--bind`` or ``--ro-bind``), optionally the agent workspace read-only at
+``/agent``, an empty environment plus ``PATH``/``HOME``/``LANG`` and the caller's non-secret
+variables, no capabilities, ``NO_NEW_PRIVS``, and the seccomp filter of
+:mod:`homarus.sandbox.seccomp` (``--seccomp FD``). Rlimits (address space, processes, CPU,
+file size) are set before ``bwrap`` starts and are inherited.
+
+The sandbox user is uid/gid 65534:
+
+* as host root, without a user namespace: ``bwrap`` keeps only CAP_SETUID/CAP_SETGID and
+  ``setpriv`` switches to host uid 65534 (so RLIMIT_NPROC is enforced and host files owned by
+  root are not the sandbox's; the workspace must be writable by 65534, see
+  :func:`sandbox_workspace`);
+* otherwise in a user namespace (``--unshare-user --uid 65534``), mapped to the gateway's uid.
+
+The wall-clock timeout kills ``bwrap``'s process group; ``--die-with-parent`` then kills the
+sandbox's PID 1, which tears the whole PID namespace down (``setsid`` does not escape it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from homarus.config.sandbox import SandboxLimits
+from homarus.fs import ensure_private_dir
+from homarus.sandbox.seccomp import filter_fd
+from homarus.sandbox.validate import sanitize_env
+
+__all__ = ["SANDBOX_GID", "SANDBOX_UID", "BwrapBackend", "Launch", "SandboxExecResult", "sandbox_workspace"]
+
+SANDBOX_UID = SANDBOX_GID = 65534
+SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
+KILL_WAIT_S = 5.0
+DRAIN_WAIT_S = 2.0
+_SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
+_ETC_TRY = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf")
+_ETC_NET_TRY = ("/etc/resolv.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/pki")
+_ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_RESERVED_ENV = {"PATH", "HOME", "USER", "LOGNAME", "SHELL"}
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxExecResult:
+    """Field for field the shape of ``homarus.tools.process.ExecResult``."""
+
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    truncated: bool = False
+    aborted: bool = False
+    duration_ms: int = 0
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class Launch:
+    """How to spawn one sandboxed command; :meth:`close` once the process has started."""
+
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    pass_fds: tuple[int, ...]
+    preexec_fn: Callable[[], None]
+    _fds: list[int] = field(default_factory=list)
+
+    def close(self) -> None:
+        for fd in self._fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._fds.clear()
+
+
+def sandbox_workspace(state_dir: Path, scope_key: str, *, root: Path | None = None) -> Path:
+    """``$STATE/sandboxes/<slug>`` (0700); owned by the sandbox uid when the gateway runs as root."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", scope_key).strip("-.")[:63] or "default"
+    base = ensure_private_dir(root if root is not None else state_dir / "sandboxes")
+    path = base / slug
+    path.mkdir(mode=0o700, exist_ok=True)
+    os.chmod(path, 0o700)
+    if os.geteuid() == 0:
+        os.chown(path, SANDBOX_UID, SANDBOX_GID)
+    return path
+
+
+def _rlimits(limits: SandboxLimits) -> Callable[[], None]:
+    values = (
+        (resource.RLIMIT_AS, limits.memory_mb * 1024 * 1024),
+        (resource.RLIMIT_NPROC, limits.pids),
+        (resource.RLIMIT_CPU, limits.cpu_seconds),
+        (resource.RLIMIT_FSIZE, limits.file_size_mb * 1024 * 1024),
+        (resource.RLIMIT_CORE, 0),
+    )
+
+    def apply() -> None:  # in the child, between fork and exec
+        os.umask(0o022)
+        for which, value in values:
+            resource.setrlimit(which, (value, value))
+
+    return apply
+
+
+class _Capped:
+    """The head and the tail of a stream, at most ``cap`` bytes (like HostBackend)."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap, self.head, self.tail, self.total = max(cap, 2), bytearray(), bytearray(), 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        room = self.cap // 2 - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        self.tail += data
+        keep = self.cap - self.cap // 2
+        if len(self.tail) > 2 * keep + 65_536:
+            del self.tail[: len(self.tail) - keep]
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.cap
+
+    def text(self) -> str:
+        if not self.truncated:
+            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
+        tail = bytes(self.tail[-(self.cap - self.cap // 2) :])
+        omitted = self.total - len(self.head) - len(tail)
+        note = f"\n[... {omitted:,} bytes omitted: the output was {self.total:,} bytes, over {self.cap:,} ...]\n"
+        return bytes(self.head).decode("utf-8", "replace") + note + tail.decode("utf-8", "replace")
+
+
+async def _pump(stream: asyncio.StreamReader | None, sink: _Capped) -> None:
+    if stream is None:
+        return
+    while chunk := await stream.read(65_536):
+        sink.add(chunk)
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+class BwrapBackend:
+    """``run`` commands in bubblewrap.
+
+    ``workspace`` is mounted at ``/workspace`` (read-only with ``read_only``), ``agent_workspace``
+    read-only at ``/agent`` (``workspaceAccess: ro``); for ``workspaceAccess: rw`` pass the agent
+    workspace as ``workspace``.
+    """
+
+    _available: dict[str, bool] = {}  # a cache shared by instances, per bwrap path
+
+    def __init__(
+        self,
+        workspace: Path,
+        *,
+        agent_workspace: Path | None = None,
+        read_only: bool = False,
+        network: bool = False,
+        limits: SandboxLimits | None = None,
+        max_output_bytes: int = 200_000,
+        bwrap: str | None = None,
+        shell: str = "/bin/sh",
+    ) -> None:
+        self.workspace = Path(workspace).resolve()
+        self.agent_workspace = Path(agent_workspace).resolve() if agent_workspace is not None else None
+        self.read_only = read_only
+        self.network = network
+        self.limits = limits or SandboxLimits()
+        self.max_output_bytes = max_output_bytes
+        self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
+        self.shell = shell
+        self.setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
+        self.root_mode = os.geteuid() == 0 and self.setpriv is not None and self.setpriv.startswith("/usr/")
+        self._etc = self._make_etc()
+
+    # -- the command line -------------------------------------------------------------------
+
+    @staticmethod
+    def _make_etc() -> Path:
+        etc = Path(tempfile.mkdtemp(prefix="homarus-sbx-etc-"))
+        os.chmod(etc, 0o755)  # noqa: S103  (world-readable on purpose: read by uid 65534)
+        files = {
+            "passwd": f"sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:/workspace:/bin/sh\n",
+            "group": f"sandbox:x:{SANDBOX_GID}:\n",
+            "hosts": "127.0.0.1 localhost\n::1 localhost\n",
+            "hostname": "sandbox\n",
+        }
+        for name, text in files.items():
+            (etc / name).write_text(text)
+            os.chmod(etc / name, 0o644)
+        return etc
+
+    def _namespace_args(self) -> list[str]:
+        if self.root_mode:
+            args = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
+            args += [] if self.network else ["--unshare-net"]
+            return [*args, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        args = ["--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
+        return [*args, *(["--share-net"] if self.network else []), "--cap-drop", "ALL"]
+
+    def _fs_args(self) -> list[str]:
+        args: list[str] = []
+        for path in _SYSTEM_DIRS:
+            if os.path.islink(path):
+                args += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                args += ["--ro-bind", path, path]
+        args += ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/var"]
+        for name in ("passwd", "group", "hosts", "hostname"):
+            args += ["--ro-bind", str(self._etc / name), f"/etc/{name}"]
+        for path in _ETC_TRY + (_ETC_NET_TRY if self.network else ()):
+            args += ["--ro-bind-try", path, path]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        tmp_size = str(min(self.limits.memory_mb, 1024) * 1024 * 1024)
+        for path in ("/tmp", "/var/tmp", "/run"):  # noqa: S108  (tmpfs inside the sandbox)
+            args += ["--perms", "1777", "--size", tmp_size, "--tmpfs", path]
+        args += ["--ro-bind" if self.read_only else "--bind", str(self.workspace), "/workspace"]
+        if self.agent_workspace is not None:
+            args += ["--ro-bind", str(self.agent_workspace), "/agent"]
+        return [*args, "--remount-ro", "/"]  # the root tmpfs (and /etc in it) read-only
+
+    def _env_args(self, env: Mapping[str, str]) -> list[str]:
+        clean, _ = sanitize_env(env)
+        merged = {k: v for k, v in clean.items() if _ENV_KEY.fullmatch(k) and k not in _RESERVED_ENV and "\0" not in v}
+        merged |= {"PATH": SANDBOX_PATH, "HOME": "/workspace", "USER": "sandbox", "LOGNAME": "sandbox"}
+        merged.setdefault("LANG", "C.UTF-8")
+        args = ["--clearenv"]
+        for key, value in merged.items():
+            args += ["--setenv", key, value]
+        return args
+
+    def _inner_cwd(self, cwd: str) -> str:
+        try:
+            rel = Path(cwd).resolve().relative_to(self.workspace)
+        except ValueError:
+            return "/workspace"
+        return "/workspace" if str(rel) == "." else f"/workspace/{rel.as_posix()}"
+
+    def _command_argv(self, command: str | Sequence[str], inner_cwd: str) -> list[str]:
+        argv = [self.shell, "-c", command] if isinstance(command, str) else list(command)
+        if not argv:
+            raise ValueError("empty argv")
+        if self.root_mode:  # chdir only as the sandbox user (root without capabilities may not enter)
+            assert self.setpriv is not None
+            drop = [self.setpriv, "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_GID), "--clear-groups"]
+            enter = [self.shell, "-c", 'cd -- "$1" || exit 126; shift; exec "$@"', "sh", inner_cwd]
+            return [*drop, "--inh-caps=-all", "--no-new-privs", "--", *enter, *argv]
+        return argv
+
+    def prepare(self, command: str | Sequence[str], cwd: str, env: Mapping[str, str]) -> Launch:
+        """The ``bwrap`` invocation for one command (it owns a seccomp fd: close it after spawning)."""
+        seccomp = filter_fd(allow_network=self.network)
+        argv = [self.bwrap, "--new-session", "--die-with-parent", *self._namespace_args()]
+        argv += [*self._fs_args(), *self._env_args(env), "--hostname", "sandbox"]
+        inner = self._inner_cwd(cwd)
+        argv += ["--chdir", "/" if self.root_mode else inner, "--seccomp", str(seccomp)]
+        argv += ["--", *self._command_argv(command, inner)]
+        launch = Launch(argv, {"PATH": SANDBOX_PATH}, "/", (seccomp,), _rlimits(self.limits))
+        launch._fds.append(seccomp)
+        return launch
+
+    def available(self) -> bool:
+        """Whether a trivial command runs in this sandbox (checked once per bwrap path, then cached)."""
+        cached = BwrapBackend._available.get(self.bwrap)
+        if cached is None:
+            cached = False
+            if os.path.exists(self.bwrap) and self.workspace.is_dir():
+                launch = self.prepare(["/bin/true"], str(self.workspace), {})
+                try:
+                    done = subprocess.run(  # noqa: S603  (our own argv)
+                        launch.argv,
+                        env=launch.env,
+                        cwd=launch.cwd,
+                        pass_fds=launch.pass_fds,
+                        preexec_fn=launch.preexec_fn,
+                        capture_output=True,
+                        timeout=10,
+                        check=False,
+                    )
+                    cached = done.returncode == 0
+                except (OSError, subprocess.SubprocessError):
+                    cached = False
+                finally:
+                    launch.close()
+            BwrapBackend._available[self.bwrap] = cached
+        return cached
+
+    # -- running ----------------------------------------------------------------------------
+
+    async def run(
+        self,
+        command: str | Sequence[str],
+        cwd: str,
+        env: Mapping[str, str],
+        timeout: float,
+        stdin: bytes | None = None,
+        *,
+        abort: asyncio.Event | None = None,
+    ) -> SandboxExecResult:
+        if abort is not None and abort.is_set():
+            return SandboxExecResult(None, "", "", aborted=True)
+        out, err = _Capped(self.max_output_bytes), _Capped(self.max_output_bytes)
+        started = time.monotonic()
+        try:
+            launch = self.prepare(command, cwd, env)
+        except ValueError as exc:
+            return SandboxExecResult(None, "", "", error=str(exc))
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *launch.argv,
+                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=launch.cwd,
+                env=launch.env,
+                pass_fds=launch.pass_fds,
+                preexec_fn=launch.preexec_fn,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except OSError as exc:
+            return SandboxExecResult(None, "", "", error=f"could not start the sandbox: {exc.strerror or exc}")
+        finally:
+            launch.close()
+        pumps = asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
+        timed_out = aborted = False
+        try:
+            if stdin is not None and proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    proc.stdin.write(stdin)
+                    await proc.stdin.drain()
+                proc.stdin.close()
+            waiters = [asyncio.ensure_future(proc.wait())]
+            if abort is not None:
+                waiters.append(asyncio.ensure_future(abort.wait()))
+            try:
+                await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for waiter in waiters:
+                    waiter.cancel()
+            if proc.returncode is None:
+                aborted = abort is not None and abort.is_set()
+                timed_out = not aborted
+                _kill_group(proc.pid)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), KILL_WAIT_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(pumps), DRAIN_WAIT_S)
+        finally:
+            if proc.returncode is None:
+                _kill_group(proc.pid)
+            pumps.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await pumps
+        return SandboxExecResult(
+            proc.returncode,
+            out.text(),
+            err.text(),
+            timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+            aborted=aborted,
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
+
+    async def start(
+        self, command: str | Sequence[str], cwd: str, env: Mapping[str, str], timeout: float, *, owner: str, label: str
+    ) -> None:
+        """Background processes are served by the tools-layer adapter (HostBackend + :meth:`prepare`)."""
+        raise ValueError("background processes are not supported by the bare bwrap backend")
+
+    async def aclose(self) -> None:
+        shutil.rmtree(self._etc, ignore_errors=True)
