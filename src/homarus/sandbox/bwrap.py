@@ -40,6 +40,7 @@ from pathlib import Path
 
 from homarus.config.sandbox import SandboxLimits
 from homarus.fs import ensure_private_dir
+from homarus.sandbox.output import BoundedOutput
 from homarus.sandbox.seccomp import filter_fd
 from homarus.sandbox.validate import sanitize_env
 
@@ -117,37 +118,7 @@ def _rlimits(limits: SandboxLimits) -> Callable[[], None]:
     return apply
 
 
-class _Capped:
-    """The head and the tail of a stream, at most ``cap`` bytes (like HostBackend)."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap, self.head, self.tail, self.total = max(cap, 2), bytearray(), bytearray(), 0
-
-    def add(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.cap // 2 - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        self.tail += data
-        keep = self.cap - self.cap // 2
-        if len(self.tail) > 2 * keep + 65_536:
-            del self.tail[: len(self.tail) - keep]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.cap
-
-    def text(self) -> str:
-        if not self.truncated:
-            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
-        tail = bytes(self.tail[-(self.cap - self.cap // 2) :])
-        omitted = self.total - len(self.head) - len(tail)
-        note = f"\n[... {omitted:,} bytes omitted: the output was {self.total:,} bytes, over {self.cap:,} ...]\n"
-        return bytes(self.head).decode("utf-8", "replace") + note + tail.decode("utf-8", "replace")
-
-
-async def _pump(stream: asyncio.StreamReader | None, sink: _Capped) -> None:
+async def _pump(stream: asyncio.StreamReader | None, sink: BoundedOutput) -> None:
     if stream is None:
         return
     while chunk := await stream.read(65_536):
@@ -319,7 +290,7 @@ class BwrapBackend:
     ) -> SandboxExecResult:
         if abort is not None and abort.is_set():
             return SandboxExecResult(None, "", "", aborted=True)
-        out, err = _Capped(self.max_output_bytes), _Capped(self.max_output_bytes)
+        out, err = BoundedOutput(self.max_output_bytes), BoundedOutput(self.max_output_bytes)
         started = time.monotonic()
         try:
             launch = self.prepare(command, cwd, env)

@@ -28,6 +28,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, cast
 
+from homarus.sandbox.output import BoundedOutput
+
 __all__ = [
     "Command",
     "ExecBackend",
@@ -91,42 +93,6 @@ def kill_group(pgid: int) -> None:
     """SIGKILL every process of the group; a group that is already gone is fine."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-
-
-class _Bounded:
-    """At most ``cap`` bytes of a stream: its head and its tail, with the total length."""
-
-    __slots__ = ("cap", "head", "tail", "total")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = max(cap, 2)
-        self.head = bytearray()
-        self.tail = bytearray()
-        self.total = 0
-
-    def add(self, data: bytes) -> None:
-        self.total += len(data)
-        room = self.cap // 2 - len(self.head)
-        if room > 0:
-            self.head += data[:room]
-            data = data[room:]
-        if data:
-            self.tail += data
-            keep = self.cap - self.cap // 2
-            if len(self.tail) > 2 * keep + 65_536:  # trim in batches: amortized O(1) per byte
-                del self.tail[: len(self.tail) - keep]
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.cap
-
-    def text(self) -> str:
-        if not self.truncated:
-            return (bytes(self.head) + bytes(self.tail)).decode("utf-8", "replace")
-        tail = bytes(self.tail[-(self.cap - self.cap // 2) :])
-        omitted = self.total - len(self.head) - len(tail)
-        note = f"\n[... {omitted:,} bytes omitted: the output was {self.total:,} bytes, over {self.cap:,} ...]\n"
-        return bytes(self.head).decode("utf-8", "replace") + note + tail.decode("utf-8", "replace")
 
 
 class _Ring:
@@ -351,7 +317,7 @@ class HostBackend:
     ) -> ExecResult:
         if abort is not None and abort.is_set():
             return ExecResult(None, "", "", aborted=True)
-        out, err = _Bounded(self.max_output_bytes), _Bounded(self.max_output_bytes)
+        out, err = BoundedOutput(self.max_output_bytes), BoundedOutput(self.max_output_bytes)
         sinks = {1: out, 2: err}
         started = time.monotonic()
         try:
