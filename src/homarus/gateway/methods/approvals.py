@@ -25,7 +25,7 @@ from homarus.security.scopes import APPROVALS, scope_allows
 if TYPE_CHECKING:
     from homarus.gateway.app import Gateway
 
-__all__ = ["EVENTS", "has_approval_clients", "install", "register"]
+__all__ = ["EVENTS", "final_payload", "has_approval_clients", "install", "register", "resolved_event"]
 
 EVENT_REQUESTED: Final = "plugin.approval.requested"
 EVENT_RESOLVED: Final = "plugin.approval.resolved"
@@ -64,7 +64,7 @@ def has_approval_clients(gateway: Gateway, *, exclude: str | None = None) -> boo
     )
 
 
-def _final(record: ApprovalRecord) -> dict[str, Any]:
+def final_payload(record: ApprovalRecord) -> dict[str, Any]:
     return {
         "id": record.id,
         "decision": record.decision,
@@ -73,7 +73,7 @@ def _final(record: ApprovalRecord) -> dict[str, Any]:
     }
 
 
-def _resolved_event(record: ApprovalRecord) -> dict[str, Any]:
+def resolved_event(record: ApprovalRecord) -> dict[str, Any]:
     return {
         "id": record.id,
         "decision": record.decision,
@@ -91,7 +91,7 @@ def install(gateway: Gateway) -> ApprovalManager:
 
     def resolved(record: ApprovalRecord) -> None:
         # also sent for timeouts and cancellations (decision null), so operator UIs drop the prompt
-        gateway.bus.broadcast(EVENT_RESOLVED, _resolved_event(record), guard=APPROVALS)
+        gateway.bus.broadcast(EVENT_RESOLVED, resolved_event(record), guard=APPROVALS)
 
     manager = ApprovalManager("plugin", on_requested=requested, on_resolved=resolved)
 
@@ -110,10 +110,10 @@ def install(gateway: Gateway) -> ApprovalManager:
             payload, timeout_ms=p.timeout_ms, remember_key=plugin_remember_key(p.plugin_id, p.tool_name)
         )
         if not record.pending:  # answered from the allow-always memory
-            return _final(record)
+            return final_payload(record)
         if not has_approval_clients(call.gateway, exclude=call.client.conn_id):
             manager.expire(record.id, "no-approval-route")
-            return _final(record)
+            return final_payload(record)
         if p.two_phase:
             call.ack(
                 {
@@ -124,7 +124,7 @@ def install(gateway: Gateway) -> ApprovalManager:
                 }
             )
         await manager.wait(record.id)
-        return _final(record)
+        return final_payload(record)
 
     async def approval_wait(call: MethodCall, p: IdParams) -> dict[str, Any]:
         record = manager.get(p.id.strip())
@@ -134,7 +134,7 @@ def install(gateway: Gateway) -> ApprovalManager:
             await manager.wait(record.id)
         except NotFound:
             raise InvalidRequest("approval expired or not found") from None
-        return _final(record)
+        return final_payload(record)
 
     async def approval_list(call: MethodCall, p: EmptyParams) -> list[dict[str, Any]]:
         return [r.summary() for r in manager.list()]

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import Field
 
 from homarus.errors import Forbidden, InvalidRequest, NotFound
-from homarus.gateway.methods.approvals import has_approval_clients
+from homarus.gateway.methods.approvals import final_payload, has_approval_clients, resolved_event
 from homarus.gateway.router import EmptyParams, MethodCall, Params
 from homarus.security.approvals import ApprovalManager, ApprovalRecord, Decision
 from homarus.security.exec_analysis import analyze
@@ -125,25 +125,6 @@ def authorize(
     return record.decision
 
 
-def _final(record: ApprovalRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "decision": record.decision,
-        "createdAtMs": record.created_at_ms,
-        "expiresAtMs": record.expires_at_ms,
-    }
-
-
-def _resolved_event(record: ApprovalRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "decision": record.decision,
-        "resolvedBy": record.resolved_by,
-        "ts": record.resolved_at_ms,
-        "request": record.request,
-    }
-
-
 def _allowed(record: ApprovalRecord) -> list[str]:
     return ["allow-once", "allow-always", "deny"] if record.allow_always else ["allow-once", "deny"]
 
@@ -163,7 +144,7 @@ def install(gateway: Gateway, *, path: str = DEFAULT_PATH) -> ApprovalManager:
                 add_patterns(file_path, list(patterns))
             except Exception:
                 log.exception("could not persist allow-always patterns for %s", record.id)
-        gateway.bus.broadcast(EVENT_RESOLVED, _resolved_event(record), guard=APPROVALS)
+        gateway.bus.broadcast(EVENT_RESOLVED, resolved_event(record), guard=APPROVALS)
 
     manager = ApprovalManager("exec", on_requested=requested, on_resolved=resolved)
 
@@ -204,7 +185,7 @@ def install(gateway: Gateway, *, path: str = DEFAULT_PATH) -> ApprovalManager:
                 del requesters[stale]
         if not has_approval_clients(call.gateway, exclude=call.client.conn_id):
             manager.expire(record.id, "no-approval-route")
-            return _final(record)
+            return final_payload(record)
         if p.two_phase:
             call.ack(
                 {
@@ -215,7 +196,7 @@ def install(gateway: Gateway, *, path: str = DEFAULT_PATH) -> ApprovalManager:
                 }
             )
         await manager.wait(record.id)
-        return _final(record)
+        return final_payload(record)
 
     def _same_requester(call: MethodCall, record: ApprovalRecord) -> bool:
         conn, client, instance = requesters.get(record.id, ("", None, None))
@@ -233,7 +214,7 @@ def install(gateway: Gateway, *, path: str = DEFAULT_PATH) -> ApprovalManager:
             await manager.wait(record.id)
         except NotFound:
             raise InvalidRequest("approval expired or not found") from None
-        return _final(record)
+        return final_payload(record)
 
     async def approval_get(call: MethodCall, p: IdParams) -> dict[str, Any]:
         record = manager.lookup_pending(p.id)
