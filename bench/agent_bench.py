@@ -35,7 +35,6 @@ import json
 import os
 import pstats
 import shutil
-import signal
 import sys
 import tempfile
 import threading
@@ -47,23 +46,29 @@ from pathlib import Path
 from typing import Any, TypeVar
 from unittest import mock
 
-import orjson
-from websockets.asyncio.client import ClientConnection
-
 # Run as a script, this file's directory is on sys.path but the repository root is not.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.gateway_bench import (  # after the sys.path line above
-    HOST,
+from bench.agent_client import (
+    TURN_TIMEOUT_S,
+    agent_params,
+    agent_turn,
+    chat_turn,
+    final_text,
+    gateway_with_config,
+)
+from bench.agent_report import render
+from bench.harness import (  # after the sys.path line above
     TOKEN,
     GatewayProcess,
+    bench_main,
     machine_cpu_seconds,
     machine_facts,
     open_session,
     progress,
     summarize,
-    verdict,
 )
+from bench.loopback_model import HTTP_TOOL_MARK, TOOL_REPLY, LoopbackModel, describe_request
 from homarus.agents.runtime import RunRequest
 from homarus.config.loader import StatePaths
 from homarus.gateway.app import GatewayOptions
@@ -72,33 +77,15 @@ from homarus.messages import Context, ModelInfo, StreamEvent, StreamOptions
 from homarus.providers.base import Provider
 
 T = TypeVar("T")
-TURN_TIMEOUT_S = 30.0
 TMPFS = Path("/dev/shm")  # noqa: S108 - a fresh mkdtemp dir inside it, removed after use
 
-# Targets from the issue.
-TARGET_INPROC_PLAIN_MS = 2.0
-TARGET_E2E_TOOL_MS = 20.0
-TARGET_FIRST_TURN_S = 0.3
-TARGET_REQUEST_BYTES = 15_000
-
-# The original OpenClaw gateway, from /work/shared/peers/openclaw/README.md ("Measured numbers",
-# 3 runs on the same kind of shared 2-core VM, a fake OpenAI-compatible model over HTTP).
-OPENCLAW = {
-    "first": "11.2-15.4 s",
-    "next": "0.82-1.60 s",
-    "tool": "0.58-0.91 s",
-    "chat": "0.59-0.89 s",
-    "bytes": "60,015 B (48,048-char system prompt, 12 tools)",
-}
 
 # Scripted models, configured in the config file. "plain" has an empty script, so it falls back to
 # `then: echo` and answers every message with its text. "tool" alternates a `current_time` call and
 # a reply; its script is sized to the run (when exhausted it would echo, which the checks catch).
+HTTP_MODEL = "fake/fake-model"
 PLAIN_MODEL = "plain/echo"
 TOOL_MODEL = "tool/one-call"
-TOOL_REPLY = "It is later than you think."
-HTTP_MODEL = "fake/fake-model"
-HTTP_TOOL_MARK = "[bench:tool]"  # the loopback model server calls current_time when it sees this
 
 
 def scripted_config(tool_turns: int) -> dict[str, Any]:
@@ -286,99 +273,6 @@ def measure_inprocess(
         shutil.rmtree(root, ignore_errors=True)
 
 
-# -- WebSocket helpers ------------------------------------------------------------------------
-_req_ids = iter(range(1, 10**9))
-
-
-def _req(method: str, params: dict[str, Any]) -> tuple[str, str]:
-    rid = f"b{next(_req_ids)}"
-    return rid, orjson.dumps({"type": "req", "id": rid, "method": method, "params": params}).decode()
-
-
-@dataclass
-class AgentTiming:
-    accepted_s: float
-    final_s: float
-    payload: dict[str, Any]
-    frames: int  # frames received for the request, the final res included
-
-
-async def agent_turn(ws: ClientConnection, params: dict[str, Any]) -> AgentTiming:
-    """Send ``agent``; seconds to the ``accepted`` ack and to the final res (same id)."""
-    rid, text = _req("agent", params)
-    accepted = 0.0
-    frames = 0
-    t0 = time.perf_counter()
-    await ws.send(text)
-    async with asyncio.timeout(TURN_TIMEOUT_S):
-        while True:
-            frame = orjson.loads(await ws.recv())
-            frames += 1
-            if frame.get("type") != "res" or frame.get("id") != rid:
-                continue  # an event (agent stream, chat, sessions.changed, tick, presence)
-            if not frame.get("ok"):
-                raise RuntimeError(f"agent failed: {frame!r}")
-            payload: dict[str, Any] = frame.get("payload") or {}
-            if payload.get("status") == "accepted":
-                accepted = time.perf_counter() - t0
-                continue
-            return AgentTiming(accepted, time.perf_counter() - t0, payload, frames)
-
-
-def final_text(payload: dict[str, Any]) -> str:
-    payloads = (payload.get("result") or {}).get("payloads") or []
-    return str(payloads[0].get("text", "")) if payloads else ""
-
-
-async def chat_turn(ws: ClientConnection, session_key: str, message: str) -> tuple[float, str, int]:
-    """Send ``chat.send``; seconds to the ``chat`` final event for the run, its text, frames received."""
-    run_id = f"bench-chat-{uuid.uuid4().hex}"
-    rid, text = _req("chat.send", {"sessionKey": session_key, "message": message, "idempotencyKey": run_id})
-    acked = False
-    final: dict[str, Any] | None = None
-    elapsed = 0.0
-    frames = 0
-    t0 = time.perf_counter()
-    await ws.send(text)
-    async with asyncio.timeout(TURN_TIMEOUT_S):
-        while not (acked and final is not None):
-            frame = orjson.loads(await ws.recv())
-            frames += 1
-            if frame.get("type") == "res" and frame.get("id") == rid:
-                if not frame.get("ok"):
-                    raise RuntimeError(f"chat.send failed: {frame!r}")
-                acked = True
-            elif frame.get("event") == "chat":
-                payload = frame.get("payload") or {}
-                if payload.get("runId") == run_id and payload.get("state") in ("final", "error", "aborted"):
-                    if payload.get("state") != "final":
-                        raise RuntimeError(f"chat run ended {payload.get('state')}: {payload!r}")
-                    final = payload
-                    elapsed = time.perf_counter() - t0
-    assert final is not None
-    blocks = (final.get("message") or {}).get("content") or []
-    return elapsed, "".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict)), frames
-
-
-def agent_params(message: str, session_key: str, model: str | None = None) -> dict[str, Any]:
-    params: dict[str, Any] = {
-        "message": message,
-        "sessionKey": session_key,
-        "idempotencyKey": f"bench-{uuid.uuid4().hex}",
-    }
-    if model is not None:
-        params["model"] = model  # an override needs operator.admin, which the bench client has
-    return params
-
-
-def gateway_with_config(config: dict[str, Any], where: Path | None = None) -> GatewayProcess:
-    """A not yet started gateway whose config file (``$HOMARUS_CONFIG``) sits in its temp dir."""
-    workdir = Path(tempfile.mkdtemp(prefix="homarus-agent-bench-", dir=where))
-    path = workdir / "homarus.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    return GatewayProcess(env_overrides={"HOMARUS_CONFIG": str(path)}, workdir=workdir)
-
-
 # -- 2. end to end ----------------------------------------------------------------------------
 async def _e2e_client(gw: GatewayProcess, turns: int, warmup: int) -> dict[str, Any]:
     ws = await open_session(gw.url, TOKEN)
@@ -484,144 +378,6 @@ def measure_first_turns(starts: int) -> dict[str, Any]:
 
 
 # -- 4. model request size, turns over HTTP ---------------------------------------------------
-class LoopbackModel:
-    """A minimal OpenAI Chat Completions endpoint on 127.0.0.1 in a thread with its own loop.
-
-    Records every request body. Answers with an SSE stream: a ``current_time`` tool call when the
-    last message is a user message containing ``HTTP_TOOL_MARK``, else one short text reply.
-    Keep-alive, like a real API, with Content-Length on every response.
-    """
-
-    def __init__(self) -> None:
-        self.port = 0
-        self.bodies: list[bytes] = []
-        self._lock = threading.Lock()
-        self._calls = 0
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._stop: asyncio.Event | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{HOST}:{self.port}/v1"
-
-    def requests(self) -> list[bytes]:
-        with self._lock:
-            return list(self.bodies)
-
-    def start(self) -> None:
-        ready = threading.Event()
-        errors: list[BaseException] = []
-
-        async def main() -> None:
-            self._loop, self._stop = asyncio.get_running_loop(), asyncio.Event()
-            server = await asyncio.start_server(self._handle, HOST, 0, limit=1 << 22)
-            self.port = int(server.sockets[0].getsockname()[1])
-            ready.set()
-            async with server:
-                await self._stop.wait()
-
-        def target() -> None:
-            try:
-                asyncio.run(main())
-            except BaseException as exc:  # surfaced to start() below
-                errors.append(exc)
-                ready.set()
-
-        self._thread = threading.Thread(target=target, name="loopback-model", daemon=True)
-        self._thread.start()
-        if not ready.wait(10) or errors:
-            raise RuntimeError(f"loopback model server did not start: {errors!r}")
-
-    def stop(self) -> None:
-        if self._loop is not None and self._stop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop already ended
-                self._loop.call_soon_threadsafe(self._stop.set)
-        if self._thread is not None:
-            self._thread.join(10)
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            for _ in range(100_000):  # requests on one kept-alive connection
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-                    return
-                headers = {}
-                for line in head.decode("latin-1").split("\r\n")[1:]:
-                    name, _, value = line.partition(":")
-                    headers[name.strip().lower()] = value.strip()
-                body = await self._body(reader, headers)
-                with self._lock:
-                    self.bodies.append(body)
-                writer.write(self._response(body))
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
-            with contextlib.suppress(ConnectionError):
-                await writer.wait_closed()
-
-    @staticmethod
-    async def _body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes:
-        if headers.get("transfer-encoding", "").lower() != "chunked":
-            return await reader.readexactly(int(headers.get("content-length", "0")))
-        parts: list[bytes] = []
-        for _ in range(1_000_000):
-            size = int((await reader.readuntil(b"\r\n")).strip().split(b";")[0], 16)
-            if size == 0:
-                await reader.readuntil(b"\r\n")
-                break
-            parts.append(await reader.readexactly(size))
-            await reader.readexactly(2)
-        return b"".join(parts)
-
-    def _response(self, body: bytes) -> bytes:
-        request = orjson.loads(body)
-        last = (request.get("messages") or [{}])[-1]
-        base = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 0, "model": request["model"]}
-
-        def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-        if last.get("role") == "user" and HTTP_TOOL_MARK in str(last.get("content")):
-            with self._lock:
-                self._calls += 1
-                call_id = f"call_bench_{self._calls}"
-            function = {"name": "current_time", "arguments": "{}"}
-            call = {"index": 0, "id": call_id, "type": "function", "function": function}
-            chunks = [chunk({"role": "assistant", "content": None, "tool_calls": [call]}), chunk({}, "tool_calls")]
-        else:
-            reply = TOOL_REPLY if last.get("role") == "tool" else "Hello!"
-            chunks = [chunk({"role": "assistant", "content": reply}), chunk({}, "stop")]
-        usage = {"prompt_tokens": len(body) // 4, "completion_tokens": 5, "total_tokens": len(body) // 4 + 5}
-        chunks.append({**base, "choices": [], "usage": usage})
-        sse = b"".join(b"data: " + orjson.dumps(c) + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
-        head = (
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
-            f"content-length: {len(sse)}\r\n\r\n"
-        )
-        return head.encode("latin-1") + sse
-
-
-def describe_request(body: bytes) -> dict[str, Any]:
-    request = orjson.loads(body)
-    messages = request.get("messages") or []
-    system: dict[str, Any] = next((m for m in messages if m.get("role") == "system"), {})
-    tools = request.get("tools") or []
-    return {
-        "bytes": len(body),
-        "keys": sorted(request),
-        "messages": len(messages),
-        "system_prompt_chars": len(str(system.get("content") or "")),
-        "system_prompt_bytes": len(str(system.get("content") or "").encode()),
-        "tools": len(tools),
-        "tools_bytes": len(orjson.dumps(tools)),
-        "tool_names": [t.get("function", {}).get("name") for t in tools],
-    }
-
-
 async def _http_client(gw: GatewayProcess, llm: LoopbackModel, turns: int, warmup: int) -> dict[str, Any]:
     ws = await open_session(gw.url, TOKEN)
     out: dict[str, Any] = {}
@@ -738,167 +494,6 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _p(s: dict[str, float], digits: int = 2) -> str:
-    return f"{s['p50']:.{digits}f} / {s['p95']:.{digits}f}"
-
-
-def render(r: dict[str, Any]) -> str:
-    rows: list[tuple[str, str, str, str, str]] = []
-    for where, res in r["inprocess"].items():
-        label = f"state on {where} ({res['dir']})"
-        for kind in ("plain", "tool"):
-            k = res[kind]
-            t, o = k["turn_ms"], k["overhead_ms"]
-            is_plain = kind == "plain"
-            rows.append(
-                (
-                    f"in-process {'plain' if is_plain else 'one-tool'} turn p50 / p95, {int(t['n'])} turns in one"
-                    f" session, {label}",
-                    f"{_p(t)} ms; {k['turns_per_s']:.0f} turns/s",
-                    f"p50 ≤ {TARGET_INPROC_PLAIN_MS:.0f} ms" if is_plain else "—",
-                    verdict(o["p50"] <= TARGET_INPROC_PLAIN_MS) if is_plain else "—",
-                    "—",
-                )
-            )
-            rows.append(
-                (
-                    "  per turn: fsync calls, fsync ms; scripted model ms; overhead (turn - model) p50 / p95;"
-                    " first / last tenth mean",
-                    f"{k['fsync_calls_per_turn']:.1f}, {k['fsync_ms_per_turn']:.2f} ms;"
-                    f" {k['model_ms_per_turn']:.2f} ms;"
-                    f" {_p(o)} ms; {k['tenths_ms'][0]:.2f} / {k['tenths_ms'][1]:.2f} ms",
-                    "—",
-                    "—",
-                    "—",
-                )
-            )
-    for where, res in r["e2e"].items():
-        tool, plain, chat = res["tool"], res["plain"], res["chat"]
-        suffix = f"state on {where}"
-        rows.append(
-            (
-                f"end to end: `agent` one-tool turn, request → final res, p50 / p95 of"
-                f" {int(tool['final_ms']['n'])}, {suffix}",
-                f"{_p(tool['final_ms'])} ms",
-                f"≤ {TARGET_E2E_TOOL_MS:.0f} ms",
-                verdict(tool["final_ms"]["p50"] <= TARGET_E2E_TOOL_MS),
-                OPENCLAW["tool"],
-            )
-        )
-        rows.append(
-            (
-                f"end to end: `agent` plain turn p50 / p95, {suffix}",
-                f"{_p(plain['final_ms'])} ms",
-                "—",
-                "—",
-                OPENCLAW["next"] + " (next turn)",
-            )
-        )
-        rows.append(
-            (
-                f"end to end: `chat.send` → `chat` final p50 / p95, {suffix}",
-                f"{_p(chat['final_ms'])} ms",
-                "—",
-                "—",
-                OPENCLAW["chat"],
-            )
-        )
-        trio = (tool, plain, chat)
-        rows.append(
-            (
-                "  `agent` → `accepted` ack p50 (tool / plain); frames received per turn (tool / plain / chat)",
-                f"{tool['accepted_ms']['p50']:.2f} / {plain['accepted_ms']['p50']:.2f} ms; "
-                + " / ".join(f"{x['frames_per_turn']:.1f}" for x in trio),
-                "—",
-                "—",
-                "—",
-            )
-        )
-        rows.append(
-            (
-                "  gateway CPU per turn; mean of the first → last tenth of the turns (tool / plain / chat);"
-                " gateway RSS after all of them",
-                " / ".join(f"{x['server_cpu_ms_per_turn']:.1f}" for x in trio)
-                + " ms; "
-                + " / ".join(f"{x['tenths_ms'][0]:.1f} → {x['tenths_ms'][1]:.1f}" for x in trio)
-                + f" ms; {res['rss_after_mib']:.1f} MiB",
-                "—",
-                "—",
-                "—",
-            )
-        )
-    f = r["first"]
-    rows.append(
-        (
-            f"first `agent` turn after start: request → final res (median of {int(f['turn_s']['n'])} fresh"
-            " gateways; min / max)",
-            f"{f['turn_s']['p50']:.3f} s ({f['turn_s']['min']:.3f} / {f['turn_s']['max']:.3f})",
-            f"≤ {TARGET_FIRST_TURN_S} s",
-            verdict(f["turn_s"]["p50"] <= TARGET_FIRST_TURN_S),
-            OPENCLAW["first"],
-        )
-    )
-    rows.append(
-        (
-            "  spawn → `/health` 200; connect → hello-ok; spawn → first final res; second turn (medians)",
-            f"{f['health_s']['p50']:.3f} s; {f['connect_s']['p50'] * 1000:.1f} ms;"
-            f" {f['spawn_to_final_s']['p50']:.3f} s; {f['second_turn_s']['p50'] * 1000:.1f} ms",
-            "—",
-            "—",
-            "—",
-        )
-    )
-    h = r["http"]
-    hi = h["hi_request"]
-    rows.append(
-        (
-            'model request body for "hi" (`openai-completions`, default tools, fresh workspace)',
-            f"{hi['bytes']:,} B ({hi['bytes'] / 1024:.1f} KiB)",
-            f"≤ {TARGET_REQUEST_BYTES // 1000} KB",
-            verdict(hi["bytes"] <= TARGET_REQUEST_BYTES),
-            OPENCLAW["bytes"],
-        )
-    )
-    rows.append(
-        (
-            "  system prompt; tools (count, JSON bytes); messages",
-            f"{hi['system_prompt_chars']:,} chars; {hi['tools']} tools, {hi['tools_bytes']:,} B; {hi['messages']}",
-            "—",
-            "—",
-            "—",
-        )
-    )
-    for kind, peer in (("tool", OPENCLAW["tool"]), ("plain", OPENCLAW["next"] + " (next turn)")):
-        k = h[kind]
-        rows.append(
-            (
-                f"`agent` {'one-tool' if kind == 'tool' else 'plain'} turn over HTTP to the loopback model, p50 / p95"
-                f" of {int(k['final_ms']['n'])} (largest request {k['request_bytes_max']:,} B)",
-                f"{_p(k['final_ms'])} ms",
-                "—",
-                "—",
-                peer,
-            )
-        )
-    lines = [
-        "| metric | Homarus | target | result | OpenClaw (recorded) |",
-        "| --- | --- | --- | --- | --- |",
-        *(f"| {' | '.join(row)} |" for row in rows),
-    ]
-    m = r["machine"]
-    lb = ", ".join(f"{x:.2f}" for x in r["loadavg_before"])
-    la = ", ".join(f"{x:.2f}" for x in r["loadavg_after"])
-    footer = [
-        "",
-        f"{r['date']}; {m['cpus']} CPUs ({m['cpu_model']}), {m['ram_gib']} GiB RAM, Python {m['python']};"
-        f" load average before: {lb}; after: {la}. Disk temp dir: {r['tmpdir']}.",
-        "Other processes' CPU during each phase (cores): "
-        + ", ".join(f"{phase} {cores:.2f}" for phase, cores in r["other_cpu_cores"].items())
-        + ".",
-    ]
-    return "\n".join(lines + footer)
-
-
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     p.add_argument("--turns", type=int, default=100, help="measured turns per kind and phase (default 100)")
@@ -921,18 +516,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)  # unwinds through the finally blocks that stop the gateways
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
-    results = run_bench(args)
-    print(render(results))
-    if args.json is not None:
-        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    return 0
+    return bench_main(argv, parse_args, run_bench, render)
 
 
 if __name__ == "__main__":

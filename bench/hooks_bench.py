@@ -27,10 +27,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -43,7 +41,15 @@ from typing import Any
 # Run as a script, this file's directory is on sys.path but the repository root is not.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.gateway_bench import machine_cpu_seconds, machine_facts, progress, verdict  # after sys.path above
+from bench.harness import (  # after the sys.path line above
+    bench_main,
+    machine_cpu_seconds,
+    machine_facts,
+    machine_footer,
+    markdown_table,
+    progress,
+    verdict,
+)
 from homarus.agents.runtime import RunRequest
 from homarus.config.loader import StatePaths
 from homarus.gateway.app import Gateway, GatewayOptions
@@ -390,20 +396,7 @@ def render(r: dict[str, Any]) -> str:
             "—",
         )
     )
-    lines = [
-        "| metric | Homarus | target | result |",
-        "| --- | --- | --- | --- |",
-        *(f"| {' | '.join(row)} |" for row in rows),
-    ]
-    m = r["machine"]
-    lb = ", ".join(f"{x:.2f}" for x in r["loadavg_before"])
-    la = ", ".join(f"{x:.2f}" for x in r["loadavg_after"])
-    footer = [
-        "",
-        f"{r['date']}; {m['cpus']} CPUs ({m['cpu_model']}), {m['ram_gib']} GiB RAM, Python {m['python']};"
-        f" load average before: {lb}; after: {la}.",
-    ]
-    return "\n".join(lines + footer)
+    return "\n".join(markdown_table(("metric", "Homarus", "target", "result"), rows) + machine_footer(r))
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -419,18 +412,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)  # unwinds through the finally that removes the temp dir
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
-    results = run_bench(args)
-    print(render(results))
-    if args.json is not None:
-        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    return 0
+    return bench_main(argv, parse_args, run_bench, render)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,6 @@ import json
 import math
 import multiprocessing
 import os
-import signal
 import statistics
 import sys
 import time
@@ -44,12 +43,15 @@ import httpx
 # Run as a script, this file's directory is on sys.path but the repository root is not.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.gateway_bench import (  # after the sys.path line above
+from bench.harness import (  # after the sys.path line above
     HOST,
     TOKEN,
     GatewayProcess,
+    bench_main,
     machine_cpu_seconds,
     machine_facts,
+    machine_footer,
+    markdown_table,
     percentile,
     progress,
     verdict,
@@ -375,18 +377,10 @@ def render(r: dict[str, Any]) -> str:
                 "policy + tool set built per request",
             )
         )
-    m = r["machine"]
-    lines = [
-        "| metric | Homarus | target | result | OpenClaw (recorded) |",
-        "| --- | --- | --- | --- | --- |",
-        *(f"| {' | '.join(row)} |" for row in rows),
-        "",
-        f"{r['date']}; {m['cpus']} CPUs ({m['cpu_model']}), {m['ram_gib']} GiB RAM, Python {m['python']};"
-        f" load average before: {', '.join(f'{x:.2f}' for x in r['loadavg_before'])};"
-        f" after: {', '.join(f'{x:.2f}' for x in r['loadavg_after'])}; gateway RSS after the loads:"
-        f" {r['gateway_rss_mib']:.1f} MiB.",
-    ]
-    return "\n".join(lines)
+    rss = f" Gateway RSS after the loads: {r['gateway_rss_mib']:.1f} MiB."
+    return "\n".join(
+        markdown_table(("metric", "Homarus", "target", "result", "OpenClaw (recorded)"), rows) + machine_footer(r, rss)
+    )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -406,18 +400,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def _terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)  # unwinds through the finally that stops the gateway
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
-    results = run_bench(args)
-    print(render(results))
-    if args.json is not None:
-        args.json.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
-    return 0
+    return bench_main(argv, parse_args, run_bench, render)
 
 
 if __name__ == "__main__":
