@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import httpx
@@ -16,7 +16,6 @@ from homarus.config.models import ProviderConfig
 from homarus.messages import (
     AssistantMessage,
     Context,
-    Done,
     ImageContent,
     Message,
     ModelInfo,
@@ -26,11 +25,7 @@ from homarus.messages import (
     TextContent,
     TextDelta,
     ThinkingContent,
-    ThinkingDelta,
     ToolCall,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
     ToolResultMessage,
     ToolSpec,
     UserMessage,
@@ -38,43 +33,11 @@ from homarus.messages import (
 from homarus.providers.classify import classify_failure, is_context_overflow, is_retryable
 from homarus.providers.openai_completions import OpenAICompletionsProvider
 from tests.fakes import FakeLLM, Garbage, HttpError, Reply, run_fake_llm
+from tests.providers.streams import final, summarise
 
 API = "openai-completions"
 KEY = "sk-test-secret-0123456789"
 TOOLS = [ToolSpec("read", "Read a file", {"type": "object", "properties": {"path": {"type": "string"}}})]
-
-
-def summarise(events: list[StreamEvent]) -> list[tuple[Any, ...]]:
-    out: list[tuple[Any, ...]] = []
-    for e in events:
-        if isinstance(e, TextDelta):
-            out.append(("text", e.index, e.delta))
-        elif isinstance(e, ThinkingDelta):
-            out.append(("thinking", e.index, e.delta))
-        elif isinstance(e, ToolCallStart):
-            out.append(("start", e.index, e.id, e.name))
-        elif isinstance(e, ToolCallDelta):
-            out.append(("args", e.index, e.delta))
-        elif isinstance(e, ToolCallEnd):
-            out.append(("end", e.index, e.tool_call.arguments))
-        elif isinstance(e, Done):
-            out.append(("done", e.message.stop_reason))
-        else:
-            out.append(("error", e.message.stop_reason, e.status))
-    return out
-
-
-def final(events: list[StreamEvent]) -> AssistantMessage:
-    last = events[-1]
-    assert isinstance(last, Done | StreamError)
-    assert sum(isinstance(e, Done | StreamError) for e in events) == 1
-    return last.message
-
-
-@pytest.fixture
-def llm() -> Iterator[FakeLLM]:
-    with run_fake_llm() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from pydantic import Field
 
 from homarus.errors import Forbidden, InvalidRequest, NotFound
-from homarus.gateway.methods.approvals import final_payload, has_approval_clients, resolved_event
+from homarus.gateway.methods.approvals import (
+    IdParams,
+    ResolveParams,
+    final_payload,
+    has_approval_clients,
+    resolved_event,
+)
 from homarus.gateway.router import EmptyParams, MethodCall, Params
 from homarus.security.approvals import ApprovalManager, ApprovalRecord, Decision
 from homarus.security.exec_analysis import analyze
@@ -65,20 +71,10 @@ class RequestParams(Params):
     two_phase: bool = Field(default=False, alias="twoPhase")
 
 
-class IdParams(Params):
-    id: str = Field(min_length=1, max_length=512)
-
-
-class WaitParams(Params):
-    id: str = Field(min_length=1, max_length=512)
+class WaitParams(IdParams):
     command: str | None = Field(default=None, max_length=100_000)
     session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
     run_id: str | None = Field(default=None, alias="runId", max_length=256)
-
-
-class ResolveParams(Params):
-    id: str = Field(min_length=1, max_length=512)
-    decision: str = Field(max_length=64)
 
 
 def binding_of(
