@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from homarus.config.sandbox import SandboxLimits
-from homarus.sandbox.bwrap import BwrapBackend, SandboxExecResult, sandbox_workspace
+from homarus.sandbox.bwrap import BwrapBackend, sandbox_workspace
+from homarus.sandbox.output import ExecResult
 
 if shutil.which("bwrap") is None:
     if os.environ.get("CI") == "true":
@@ -40,7 +41,7 @@ def backend(state: Path) -> Iterator[BwrapBackend]:
     asyncio.run(b.aclose())
 
 
-def run(b: BwrapBackend, cmd: str, timeout: float = 10, env: dict[str, str] | None = None) -> SandboxExecResult:
+def run(b: BwrapBackend, cmd: str, timeout: float = 10, env: dict[str, str] | None = None) -> ExecResult:
     return asyncio.run(b.run(cmd, str(b.workspace), env or {}, timeout))
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from homarus.sandbox.bwrap import BwrapBackend, Launch, SandboxExecResult, sandbox_workspace
+from homarus.sandbox.bwrap import BwrapBackend, Launch, sandbox_workspace
+from homarus.sandbox.output import ExecResult
 from homarus.sandbox.validate import BindSpec, SandboxSecurityError, validate_sandbox_options
 
 __all__ = [
     "BindSpec",
     "BwrapBackend",
+    "ExecResult",
     "Launch",
-    "SandboxExecResult",
     "SandboxSecurityError",
     "sandbox_workspace",
     "validate_sandbox_options",

@@ -40,11 +40,11 @@ from pathlib import Path
 
 from homarus.config.sandbox import SandboxLimits
 from homarus.fs import ensure_private_dir
-from homarus.sandbox.output import BoundedOutput
+from homarus.sandbox.output import BoundedOutput, ExecResult
 from homarus.sandbox.seccomp import filter_fd
 from homarus.sandbox.validate import sanitize_env
 
-__all__ = ["SANDBOX_GID", "SANDBOX_UID", "BwrapBackend", "Launch", "SandboxExecResult", "sandbox_workspace"]
+__all__ = ["SANDBOX_GID", "SANDBOX_UID", "BwrapBackend", "Launch", "sandbox_workspace"]
 
 SANDBOX_UID = SANDBOX_GID = 65534
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -55,20 +55,6 @@ _ETC_TRY = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/nss
 _ETC_NET_TRY = ("/etc/resolv.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/pki")
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _RESERVED_ENV = {"PATH", "HOME", "USER", "LOGNAME", "SHELL"}
-
-
-@dataclass(frozen=True, slots=True)
-class SandboxExecResult:
-    """Field for field the shape of ``homarus.tools.process.ExecResult``."""
-
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    truncated: bool = False
-    aborted: bool = False
-    duration_ms: int = 0
-    error: str | None = None
 
 
 @dataclass(slots=True)
@@ -287,15 +273,15 @@ class BwrapBackend:
         stdin: bytes | None = None,
         *,
         abort: asyncio.Event | None = None,
-    ) -> SandboxExecResult:
+    ) -> ExecResult:
         if abort is not None and abort.is_set():
-            return SandboxExecResult(None, "", "", aborted=True)
+            return ExecResult(None, "", "", aborted=True)
         out, err = BoundedOutput(self.max_output_bytes), BoundedOutput(self.max_output_bytes)
         started = time.monotonic()
         try:
             launch = self.prepare(command, cwd, env)
         except ValueError as exc:
-            return SandboxExecResult(None, "", "", error=str(exc))
+            return ExecResult(None, "", "", error=str(exc))
         try:
             proc = await asyncio.create_subprocess_exec(
                 *launch.argv,
@@ -310,7 +296,7 @@ class BwrapBackend:
                 close_fds=True,
             )
         except OSError as exc:
-            return SandboxExecResult(None, "", "", error=f"could not start the sandbox: {exc.strerror or exc}")
+            return ExecResult(None, "", "", error=f"could not start the sandbox: {exc.strerror or exc}")
         finally:
             launch.close()
         pumps = asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
@@ -343,7 +329,7 @@ class BwrapBackend:
             pumps.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await pumps
-        return SandboxExecResult(
+        return ExecResult(
             proc.returncode,
             out.text(),
             err.text(),

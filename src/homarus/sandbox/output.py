@@ -1,8 +1,26 @@
-"""Bounded capture of a process's output: its head and its tail, and how much was dropped."""
+"""A finished process as the exec backends report it, and the bounded capture of its output
+(head and tail, and how much was dropped)."""
 
 from __future__ import annotations
 
-__all__ = ["BoundedOutput"]
+from dataclasses import dataclass
+
+__all__ = ["BoundedOutput", "ExecResult"]
+
+
+@dataclass(frozen=True, slots=True)
+class ExecResult:
+    #: None when there is no exit status (the command could not start); negative: killed by that signal
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool = False
+    #: stdout or stderr was longer than the bound (the middle was dropped, with a note)
+    truncated: bool = False
+    aborted: bool = False
+    duration_ms: int = 0
+    #: why the command did not start (not found, permission, bad cwd)
+    error: str | None = None
 
 
 class BoundedOutput:

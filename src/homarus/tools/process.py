@@ -25,10 +25,9 @@ import secrets
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal, Protocol, cast
 
-from homarus.sandbox.output import BoundedOutput
+from homarus.sandbox.output import BoundedOutput, ExecResult
 
 __all__ = [
     "Command",
@@ -48,21 +47,6 @@ Status = Literal["running", "exited", "killed", "timed out"]
 KILL_WAIT_S = 5.0
 DRAIN_WAIT_S = 2.0
 MAX_FINISHED = 32
-
-
-@dataclass(frozen=True, slots=True)
-class ExecResult:
-    #: None when there is no exit status (the command could not start); negative: killed by that signal
-    exit_code: int | None
-    stdout: str
-    stderr: str
-    timed_out: bool = False
-    #: stdout or stderr was longer than the bound (the middle was dropped, with a note)
-    truncated: bool = False
-    aborted: bool = False
-    duration_ms: int = 0
-    #: why the command did not start (not found, permission, bad cwd)
-    error: str | None = None
 
 
 class ExecBackend(Protocol):
