@@ -1,7 +1,7 @@
 """The ``exec`` / ``process`` tools: deny default, allowlist parsing, host backend, background processes.
 
-No test runs a destructive command: red-team rows are checked against the pure allowlist check
-(:func:`allowlisted_argv`), never executed.
+Commands that must be refused only ever try to ``touch ran`` in a temporary workspace, and each
+test checks that the file does not exist afterwards.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from typing import Any
 import psutil
 import pytest
 
-from homarus.errors import InvalidRequest
 from homarus.messages import TextContent
 from homarus.plugins import events as ev
 from homarus.plugins.runner import HookRegistration, HookRunner
+from homarus.security.approvals import ApprovalOutcome
 from homarus.tools.base import Tool, ToolContext, ToolResult
 from homarus.tools.exec import DISABLED_MESSAGE, MAX_RESULT_CHARS, check_env, make_exec_tools, render
-from homarus.tools.exec_policy import ExecDenied, ExecPolicy, allowlisted_argv, split_simple_command
+from homarus.tools.exec_policy import ExecPolicy, plan_exec
 from homarus.tools.process import ExecResult, HostBackend
 
 REDTEAM = Path(__file__).resolve().parents[3] / "shared/reference/redteam-public.jsonl"
@@ -93,7 +93,7 @@ async def make(ws: Path) -> AsyncIterator[Callable[..., Harness]]:
     backends: list[HostBackend] = []
 
     def factory(security: str = "full", allowlist: tuple[str, ...] = (), **kw: Any) -> Harness:
-        policy = ExecPolicy(security, allowlist, **kw)  # type: ignore[arg-type]
+        policy = ExecPolicy(security, allowlist, **{"ask": "off", **kw})  # type: ignore[arg-type]
         backend = HostBackend(max_output_bytes=policy.max_output_bytes, max_background=policy.max_background)
         backends.append(backend)
         return Harness(ws, policy, backend)
@@ -130,7 +130,20 @@ def test_tool_shapes() -> None:
     assert "dangerous" in exec_tool.tags
 
 
-# -- allowlist -------------------------------------------------------------------------------------
+# -- allowlist: parsed commands, approvals ---------------------------------------------------------
+class Approver:
+    """Plays the operator: records each request and answers with ``decision`` (None: no answer)."""
+
+    def __init__(self, decision: str | None, reason: str = "resolved") -> None:
+        self.decision = decision
+        self.reason = reason
+        self.requests: list[dict[str, Any]] = []
+
+    async def __call__(self, request: dict[str, Any], timeout_ms: int, abort: asyncio.Event | None) -> ApprovalOutcome:
+        self.requests.append(request)
+        return ApprovalOutcome(f"ap-{len(self.requests)}", self.decision, self.reason, "tester")  # type: ignore[arg-type]
+
+
 async def test_allowlist_accepts_simple_command(make: Callable[..., Harness], ws: Path) -> None:
     h = make("allowlist", ("ls",))
     (ws / "hello.txt").write_text("x")
@@ -140,109 +153,137 @@ async def test_allowlist_accepts_simple_command(make: Callable[..., Harness], ws
     assert "hello.txt" in text_of(result)
 
 
+async def test_allowlist_runs_chains_and_safe_bin_pipes(make: Callable[..., Harness], ws: Path) -> None:
+    h = make("allowlist", ("ls", "echo"))
+    (ws / "a.txt").write_text("x")
+    result = await h.exec("ls && echo done | wc -l")
+    assert text_of(result) == "Exit code: 0\na.txt\n1", text_of(result)
+
+
 @pytest.mark.parametrize(
-    ("command", "reason"),
+    "command",
     [
-        ("ls; rm -rf /", "unsupported shell token: ;"),
-        ("ls && rm -rf x", "unsupported shell token: &"),
-        ("ls || rm x", "unsupported shell token: |"),
-        ("ls | sh", "unsupported shell token: |"),
-        ("ls > out.txt", "unsupported shell token: >"),
-        ("ls < /etc/passwd", "unsupported shell token: <"),
-        ("echo $(id)", "unsupported shell token: $()"),
-        ('ls "$(id)"', "unsupported shell token: $()"),
-        ("ls `id`", "unsupported shell token: `"),
-        ('ls "`id`"', "unsupported shell token: `"),
-        ("ls $HOME", "unsupported shell token: $"),
-        ("ls ${HOME}", "unsupported shell token: $"),
-        ("(ls)", "unsupported shell token: ("),
-        ("ls & rm x", "unsupported shell token: &"),
-        ("ls\nrm x", "unsupported shell token: newline"),
-        ("diff <(ls) <(ls)", "unsupported shell token: <"),
-        ("ls *.py", "glob"),
-        ("ls ~", "~"),
-        ("ls 'unterminated", "unterminated single quote"),
-        ('ls "unterminated', "unterminated double quote"),
-        ("rm -rf x", "allowlist miss"),
-        ("curl http://example.com", "allowlist miss"),
-        ("./ls -la", "allowlist miss"),
-        ("\u217cs -la", "command not found"),
-        ("X=1 ls", "environment assignments"),
-        ("LD_PRELOAD=/tmp/evil.so ls", "environment assignments"),
-        ("env ls", "never allowlisted"),
-        ("bash -c ls", "never allowlisted"),
-        ("nice -n 5 ls", "never allowlisted"),
-        ("", "empty command"),
+        "ls; rm -rf ran",
+        "ls && touch ran",
+        "ls || touch ran",
+        "ls | sh -c 'touch ran'",
+        "ls > ran",
+        "echo $(touch ran)",
+        'ls "$(touch ran)"',
+        "ls `touch ran`",
+        "(touch ran)",
+        "ls & touch ran",
+        "ls\ntouch ran",
+        "./ls -la",
+        "\u217cs -la",
+        "LD_PRELOAD=/tmp/evil.so ls",
+        "env touch ran",
+        "bash -c 'touch ran'",
+        "nice -n 5 touch ran",
+        "ls 'unterminated",
     ],
 )
-async def test_allowlist_refuses(make: Callable[..., Harness], ws: Path, command: str, reason: str) -> None:
+async def test_allowlist_refuses_without_an_operator(make: Callable[..., Harness], ws: Path, command: str) -> None:
     h = make("allowlist", ("ls", "echo", "env", "bash", "nice", "sh"))
-    if command:
-        result = await h.exec(f"{command} ; touch ran")
-        assert result.is_error
-        assert text_of(result).startswith("exec denied") or "command must be" in text_of(result)
-    else:  # the schema itself refuses an empty command (a model-visible argument error)
-        with pytest.raises(InvalidRequest, match="at least 1 character"):
-            await h.exec(command)
-    with pytest.raises(ExecDenied) as caught:
-        allowlisted_argv(command, h.policy, str(ws))
-    assert reason in caught.value.message
+    plan = plan_exec(command, h.policy, str(ws))
+    assert plan.action == "deny" and (plan.reason or "").startswith("exec denied"), plan
+    result = await h.exec(command)
+    assert result.is_error and text_of(result).startswith("exec denied"), text_of(result)
+    assert result.details["status"] == "denied"
     assert not (ws / "ran").exists()
 
 
-def test_allowlist_quoting_rules() -> None:
-    assert split_simple_command("ls '$(id)'") == ["ls", "$(id)"]
-    assert split_simple_command("ls #; rm -rf /") == ["ls"]
-    assert split_simple_command("ls \\; rm") == ["ls", ";", "rm"]
-    assert split_simple_command('echo "a b" c\\ d \'e "f"\'') == ["echo", "a b", "c d", 'e "f"']
-    assert split_simple_command('echo "x\\"y\\\\z"') == ["echo", 'x"y\\z']
-    assert split_simple_command("echo a#b '*.py'") == ["echo", "a#b", "*.py"]
-    assert split_simple_command("ls\t-la") == ["ls", "-la"]
-    # NBSP is not shell whitespace: argv[0] is 'rm\xa0-rf'
-    assert split_simple_command("rm\u00a0-rf /")[0] == "rm\u00a0-rf"
+async def test_allowlist_runs_what_was_analysed(make: Callable[..., Harness], ws: Path) -> None:
+    h = make("allowlist", ("echo",))
+    result = await h.exec("echo '$(id)' \\; 'a  b' #; touch ran")
+    assert text_of(result) == "Exit code: 0\n$(id) ; a  b"
+    plan = plan_exec("echo '*' x", h.policy, str(ws))
+    assert plan.command.startswith(("'/usr/bin/echo'", "/usr/bin/echo", "/bin/echo")), plan.command
+    assert not (ws / "ran").exists()
 
 
-def test_allowlist_name_and_path_patterns(tmp_path: Path) -> None:
-    cwd = str(tmp_path)
-    by_name = ExecPolicy("allowlist", ("ls",))
-    assert allowlisted_argv("ls -la", by_name, cwd)[1:] == ["-la"]
-    assert os.path.basename(allowlisted_argv("ls", by_name, cwd)[0]) == "ls"
-    by_path = ExecPolicy("allowlist", ("/usr/bin/l?",))
-    assert allowlisted_argv("ls", by_path, cwd)[0] in ("/usr/bin/ls", "/bin/ls")
-    with pytest.raises(ExecDenied, match="allowlist miss"):
-        allowlisted_argv("ls", ExecPolicy("allowlist", ("LS",)), cwd)  # exact, case-sensitive
-    # a workspace binary named like an allowlisted one is not it
-    fake = tmp_path / "ls"
-    fake.write_text("#!/bin/sh\necho pwned\n")
-    fake.chmod(0o755)
-    with pytest.raises(ExecDenied, match="allowlist miss"):
-        allowlisted_argv("./ls", by_name, cwd)
-    with pytest.raises(ExecDenied, match="allowlist miss"):
-        allowlisted_argv("./ls", by_path, cwd)
-    with pytest.raises(ExecDenied, match="command not found"):
-        allowlisted_argv("ls", ExecPolicy("allowlist", ("ls",), path=str(tmp_path / "empty")), cwd)
+async def test_a_miss_asks_and_runs_only_once_allowed(make: Callable[..., Harness], ws: Path) -> None:
+    h = make("allowlist", ("ls",), ask="on-miss")
+    h.services["exec_approvals"] = deny = Approver("deny")
+    denied = await h.exec("touch ran")
+    assert denied.is_error and "an operator (tester) denied" in text_of(denied)
+    assert denied.details["approvalId"] == "ap-1" and not (ws / "ran").exists()
+    request = deny.requests[0]
+    assert request["command"] == "touch ran" and request["cwd"] == str(ws.resolve())
+    assert request["sessionKey"] == SESSION and request["runId"] == "run-1" and request["host"] == "gateway"
+    assert request["allowAlwaysPatterns"] == [os.path.realpath("/usr/bin/touch")]
+    assert request["reason"].startswith("exec denied: allowlist miss")
+    h.services["exec_approvals"] = allow = Approver("allow-once")
+    ran = await h.exec("touch ran", env={"X_FLAG": "1"})
+    assert not ran.is_error and (ws / "ran").exists()
+    assert ran.details["approval"] == "allow-once" and allow.requests[0]["envKeys"] == ["X_FLAG"]
+    assert not (await h.exec("ls")).is_error and len(allow.requests) == 1  # a hit asks nobody
+
+
+@pytest.mark.parametrize(
+    ("reason", "fallback", "expected"),
+    [
+        ("timeout", "full", "the approval request timed out"),
+        ("cancelled", "full", "the run was aborted"),
+        ("no-approval-route", "deny", "no approver is reachable (askFallback=deny)"),
+        ("no-approval-route", "allowlist", "no approver is reachable (askFallback=allowlist)"),
+        ("no-approval-route", "full", None),
+    ],
+)
+async def test_no_decision(
+    make: Callable[..., Harness], ws: Path, reason: str, fallback: str, expected: str | None
+) -> None:
+    h = make("allowlist", ("ls",), ask="on-miss", ask_fallback=fallback)
+    h.services["exec_approvals"] = Approver(None, reason)
+    result = await h.exec("touch ran")
+    if expected is None:
+        assert not result.is_error and (ws / "ran").exists()
+    else:
+        assert result.is_error and expected in text_of(result) and not (ws / "ran").exists()
+
+
+async def test_ask_always_asks_even_for_hits(make: Callable[..., Harness], ws: Path) -> None:
+    h = make("allowlist", ("ls",), ask="always")
+    h.services["exec_approvals"] = approver = Approver("deny")
+    assert (await h.exec("ls")).is_error and len(approver.requests) == 1
+
+
+async def test_approvals_file_tightens_and_extends(make: Callable[..., Harness], ws: Path, tmp_path: Path) -> None:
+    from homarus.security.exec_approvals_file import ExecApprovalsFile, ExecPolicySettings, add_patterns, save
+
+    path = tmp_path / "state" / "exec-approvals.json"
+    h = make("full", approvals_file=path)
+    save(path, ExecApprovalsFile(ExecPolicySettings("allowlist", "off", "deny")))
+    assert (await h.exec("touch ran")).is_error  # the file's allowlist beats the config's full
+    add_patterns(path, [os.path.realpath("/usr/bin/touch")])  # as allow-always persists them
+    assert not (await h.exec("touch ran")).is_error and (ws / "ran").exists()
+    path.unlink()
+    path.symlink_to(tmp_path / "elsewhere.json")
+    untrusted = await h.exec("echo hi")
+    assert untrusted.is_error and "deny" in text_of(untrusted)  # deny/always/deny
 
 
 @pytest.mark.parametrize("row", EXEC_ROWS, ids=[r["id"] for r in EXEC_ROWS])
-def test_redteam_exec_rows(row: dict[str, Any], tmp_path: Path) -> None:
-    config = row["input"]["config"]
+async def test_redteam_exec_rows(row: dict[str, Any], make: Callable[..., Harness], ws: Path) -> None:
+    """Each row end to end through the tool: allowed rows run, others reach an operator (who denies)."""
+    config = row["input"]["config"] or ""
     command = row["input"]["command"]
     if config.startswith("security=deny"):
-        assert DISABLED_MESSAGE.startswith("exec is disabled")
-        return
-    policy = ExecPolicy("allowlist", ("/usr/bin/ls", "/usr/bin/git"))
-    if row["expect"]["result"] == "allow":
-        argv = allowlisted_argv(command, policy, str(tmp_path))
-        assert os.path.basename(argv[0]) == "ls"
-    else:  # require_approval: refused until the approvals issue adds the prompt
-        with pytest.raises(ExecDenied, match=r"^exec denied"):
-            allowlisted_argv(command, policy, str(tmp_path))
-
-
-async def test_allowlist_runs_without_a_shell(make: Callable[..., Harness]) -> None:
-    h = make("allowlist", ("echo",))
-    result = await h.exec("echo '$(id)' \\; 'a  b'")
-    assert text_of(result) == "Exit code: 0\n$(id) ; a  b"
+        h = make("deny")
+    else:
+        h = make("allowlist", ("/usr/bin/ls", "/usr/bin/git"), ask="on-miss", ask_fallback="deny")
+    h.services["exec_approvals"] = approver = Approver("deny")
+    result = await h.exec(command)
+    expected = row["expect"]["result"]
+    if expected == "allow":
+        assert not result.is_error, text_of(result)
+        assert not approver.requests
+    else:
+        assert result.is_error and text_of(result).startswith(("exec denied", "exec is disabled"))
+        asked = bool(approver.requests)
+        assert asked == (expected == "require_approval"), (asked, text_of(result))
+        if "error" in row["expect"]:
+            assert row["expect"]["error"] in (plan_exec(command, h.policy, str(ws)).reason or "")
 
 
 # -- full: the host backend ------------------------------------------------------------------------
@@ -512,8 +553,8 @@ async def test_background_under_allowlist_and_shutdown(make: Callable[..., Harne
     h = make("allowlist", ("sleep",))
     started = await h.exec("sleep 30", background=True)
     assert not started.is_error, text_of(started)
-    refused = await h.exec("sleep 30 | cat", background=True)
-    assert refused.is_error and "unsupported shell token" in text_of(refused)
+    refused = await h.exec("sleep 30 && touch ran", background=True)
+    assert refused.is_error and "allowlist miss" in text_of(refused)
     await h.backend.aclose()
     assert await eventually(lambda: gone(started.details["pid"]))
     assert "killed" in text_of(await h.process("list"))

@@ -38,6 +38,7 @@ from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager, SessionRef
 from homarus.sessions.transcript import Transcript
 from homarus.tools.base import ToolContext, ToolRegistry, tool_schema_tool
+from homarus.tools.sandbox_sessions import SandboxView
 
 __all__ = ["AgentRuntime", "QueueMode", "RunRequest"]
 
@@ -94,6 +95,8 @@ class AgentRuntime:
         self.spawn: Callable[[Coroutine[Any, Any, Any]], Any] = spawn or _background
         #: (session key, provider, model) → the tool names the session may use; None = all
         self.tool_filter: Callable[[SessionKey, str | None, str | None], set[str]] | None = None
+        #: the sandbox a session's tools run in (None, or returning None: unsandboxed)
+        self.sandbox_for: Callable[[SessionKey], SandboxView | None] | None = None
         #: operator hooks for ``agent:bootstrap`` (may change the bootstrap file list)
         self.bootstrap_hook: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
         self.runs = RunRegistry()
@@ -307,9 +310,7 @@ class AgentRuntime:
             candidates=candidates,
             system_prompt=changes.system_prompt,
             tools=tools,
-            make_tool_context=lambda call_id: ToolContext(
-                key.canonical, key.agent_id, req.run_id, call_id, ws, active.abort, self.services
-            ),
+            make_tool_context=lambda call_id: self.tool_context(key, req.run_id, call_id, ws, active.abort),
             abort=active.abort,
             emit=translator.handle,
             get_steering=active.take_steering,
@@ -453,6 +454,14 @@ class AgentRuntime:
         entries = [{"type": "message", "message": r} for r in rows if r is not None]
         stored = iter(transcript.append_many(entries) if entries else [])
         return [next(stored) if r is not None else None for r in rows]
+
+    def tool_context(
+        self, key: SessionKey, run_id: str, call_id: str, workspace: Path, abort: asyncio.Event
+    ) -> ToolContext:
+        """A tool call's context; a sandboxed session's tools see the sandbox's workspace."""
+        view = self.sandbox_for(key) if self.sandbox_for is not None else None
+        ws = view.root if view is not None else workspace
+        return ToolContext(key.canonical, key.agent_id, run_id, call_id, ws, abort, self.services, sandbox=view)
 
     def workspace_dir(self, agent_id: str, cfg: HomarusConfig) -> Path:
         return setup.workspace_dir(agent_id, cfg, self.state_dir)

@@ -67,12 +67,20 @@ ExecSecurity = Literal["deny", "allowlist", "full"]
 
 
 class ExecToolConfig(ConfigModel):
-    """``exec``: deny runs nothing (the default until sandboxing lands); allowlist runs simple
-    commands whose binary is listed; full runs anything on this host."""
+    """``exec`` on the gateway host: deny runs nothing (the default); allowlist runs commands whose
+    every segment is listed (or a safe bin) and asks an operator about the rest; full runs anything.
+    The approvals file ``$STATE/exec-approvals.json`` can only tighten this."""
 
     security: ExecSecurity = "deny"
+    #: ``on-miss``: ask an operator when the allowlist misses; ``always``: for every command
+    ask: Literal["off", "on-miss", "always"] = "on-miss"
+    #: when approval is needed and no operator is connected
+    ask_fallback: ExecSecurity = "deny"
     #: binary names (ls, git) or globs on the resolved path (/usr/bin/*); shells/wrappers are always refused
     allowlist: tuple[str, ...] = ()
+    #: stdin-only filters (grep, sort, wc, ...) with checked flags pass without being listed
+    safe_bins: bool = True
+    approval_timeout_seconds: int = Field(1800, ge=1, le=86_400)
     path: str = "/usr/local/bin:/usr/bin:/bin"
     max_timeout_seconds: int = Field(1800, ge=1, le=86_400)
     max_output_bytes: int = Field(200_000, ge=1024, le=16 * 1024 * 1024)

@@ -19,8 +19,9 @@ from homarus.config.loader import StatePaths, provider_env_keys, trace_hooks_ena
 from homarus.config.schema import HomarusConfig, is_loopback_host
 from homarus.config.store import ConfigStore
 from homarus.errors import HomarusError
+from homarus.gateway.chat_commands import CORE_COMMANDS
 from homarus.gateway.events import EventBus
-from homarus.gateway.exec_wiring import build_exec
+from homarus.gateway.exec_wiring import build_exec, build_sandboxes, sandbox_view
 from homarus.gateway.methods import approvals, exec_approvals
 from homarus.gateway.plugin_wiring import install_plugins
 from homarus.gateway.policy import policy_inputs
@@ -65,6 +66,7 @@ SessionRunStarter = Callable[["MethodCall", SessionKey, str], Awaitable[dict[str
 __all__ = ["Gateway", "GatewayOptions"]
 
 log = logging.getLogger("homarus.gateway")
+SANDBOX_PRUNE_INTERVAL_S = 300.0
 
 GATEWAY_EVENTS = (
     "connect.challenge",
@@ -146,6 +148,9 @@ class Gateway:
         web_settings = WebSettings.from_config(self.config.tools)
         self.web_client = guarded_client_for(web_settings)
         exec_policy, self.exec_backend = build_exec(self.config, paths.state_dir)
+        self.sandboxes = build_sandboxes(
+            self.config, paths.state_dir, lambda agent_id: self.runtime.workspace_dir(agent_id, self.config)
+        )
 
         for tool in (
             *session_tools(),
@@ -174,6 +179,7 @@ class Gateway:
             injections=InjectionQueue(paths.state_dir / "injections"),
         )
         self.runtime.services["runtime"] = self.runtime
+        self.runtime.sandbox_for = lambda key: sandbox_view(self.sandboxes, key, self.config.session.main_key)
         self.runtime.services["hooks"] = self.hooks
         self.hookmd = HookMdRunner.discover(paths.state_dir)
         self._policy: ToolPolicy | None = None
@@ -186,6 +192,7 @@ class Gateway:
         register_core_methods(self)
         self.plugin_approvals = approvals.install(self)
         self.exec_approvals = exec_approvals.install(self)
+        self.runtime.services["exec_approvals"] = exec_approvals.approver_for(self, self.exec_approvals)
         # plugins last: they see every core name, and core always wins a clash
         self.plugins = load_plugins(
             self.config,
@@ -194,6 +201,7 @@ class Gateway:
             runner=self.hooks,
             tools=self.tools,
             reserved_methods=frozenset(self.methods.names()),
+            reserved_commands=CORE_COMMANDS,
         )
         install_plugins(self, self.plugins)
         for diag in self.plugins.diagnostics:
@@ -528,9 +536,14 @@ class Gateway:
         return interrupted
 
     async def _tick_loop(self) -> None:
+        last_prune = time.monotonic()
         while True:
             await asyncio.sleep(self.options.tick_interval_s)
             self.bus.broadcast("tick", {"ts": int(time.time() * 1000)})
+            if time.monotonic() - last_prune >= SANDBOX_PRUNE_INTERVAL_S:
+                last_prune = time.monotonic()
+                if pruned := await self.sandboxes.prune():
+                    log.info("closed %d idle sandbox(es)", pruned)
 
     async def shutdown(self, reason: str = "gateway stopping", restart_expected_ms: int | None = None) -> None:
         """Tell every client we are going, then close their sockets with 1012."""
@@ -563,6 +576,7 @@ class Gateway:
         self.journal.close()
         await self.web_client.aclose()
         await self.exec_backend.aclose()
+        await self.sandboxes.aclose()
 
 
 def _presence_entry(info: ClientInfo) -> dict[str, Any]:

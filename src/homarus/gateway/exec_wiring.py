@@ -1,57 +1,53 @@
-"""Which backend `exec` runs on: the bubblewrap sandbox when `agents.defaults.sandbox.mode` asks for it,
-else the host under `tools.exec` (deny by default). A sandbox that cannot start disables exec; it never
-falls back to the host."""
+"""Where `exec` runs: the gateway host under `tools.exec` (deny by default, allowlist + approvals),
+or, for the sessions `agents.defaults.sandbox` confines, that session's sandbox. A sandbox that
+cannot start disables exec for its sessions; it never falls back to the host."""
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from homarus.config.schema import HomarusConfig
-from homarus.plugins.loader import default_workspace
-from homarus.sandbox.bwrap import BwrapBackend, sandbox_workspace
+from homarus.security.exec_approvals_file import approvals_path
+from homarus.sessions.keys import SessionKey
 from homarus.tools.exec_policy import ExecPolicy
-from homarus.tools.process import ExecBackend, HostBackend
-from homarus.tools.sandboxed import SandboxExecBackend
+from homarus.tools.process import HostBackend
+from homarus.tools.sandbox_sessions import SandboxSessions, SandboxView
 
-__all__ = ["build_exec"]
-
-log = logging.getLogger("homarus.gateway")
+__all__ = ["build_exec", "build_sandboxes", "sandbox_view"]
 
 
-def build_exec(cfg: HomarusConfig, state_dir: Path) -> tuple[ExecPolicy, ExecBackend]:
+def build_exec(cfg: HomarusConfig, state_dir: Path) -> tuple[ExecPolicy, HostBackend]:
     ex = cfg.tools.exec
-    sb = cfg.agents.defaults.sandbox
-    host_policy = ExecPolicy(
-        ex.security, tuple(ex.allowlist), ex.path, ex.max_timeout_seconds, ex.max_output_bytes, ex.max_background
-    )
-    if sb.mode == "off":
-        return host_policy, HostBackend(max_output_bytes=ex.max_output_bytes, max_background=ex.max_background)
-    if sb.mode == "non-main":
-        # per-session routing is not built yet: confining every session is the stricter reading
-        log.warning("agents.defaults.sandbox.mode 'non-main' confines all sessions (main included) for now")
-    agent_ws = default_workspace(cfg, state_dir)
-    if sb.workspace_access == "rw":
-        agent_ws.mkdir(parents=True, exist_ok=True, mode=0o700)
-        workspace = agent_ws
-    else:
-        workspace = sandbox_workspace(state_dir, f"agent-{cfg.agents.default_id}")
-    sandbox = BwrapBackend(
-        workspace,
-        agent_workspace=agent_ws if sb.workspace_access == "ro" else None,
-        network=sb.network == "allow",
-        limits=sb.limits,
+    policy = ExecPolicy(
+        security=ex.security,
+        allowlist=tuple(ex.allowlist),
+        path=ex.path,
+        max_timeout_seconds=ex.max_timeout_seconds,
         max_output_bytes=ex.max_output_bytes,
+        max_background=ex.max_background,
+        ask=ex.ask,
+        ask_fallback=ex.ask_fallback,
+        safe_bins=ex.safe_bins,
+        approval_timeout_ms=ex.approval_timeout_seconds * 1000,
+        approvals_file=approvals_path(state_dir),
     )
-    if sb.backend == "docker" or not sandbox.available():
-        log.error(
-            "sandbox requested (mode %s, backend %s) but bubblewrap is unavailable: exec is disabled",
-            sb.mode,
-            sb.backend,
-        )
-        denied = ExecPolicy("deny", (), ex.path, ex.max_timeout_seconds, ex.max_output_bytes, ex.max_background)
-        return denied, HostBackend(max_output_bytes=ex.max_output_bytes, max_background=ex.max_background)
-    # inside the sandbox the command is confined, so it may run as written
-    confined = ExecPolicy("full", (), ex.path, ex.max_timeout_seconds, ex.max_output_bytes, ex.max_background)
-    backend = SandboxExecBackend(sandbox, max_output_bytes=ex.max_output_bytes, max_background=ex.max_background)
-    return confined, backend
+    return policy, HostBackend(max_output_bytes=ex.max_output_bytes, max_background=ex.max_background)
+
+
+def build_sandboxes(cfg: HomarusConfig, state_dir: Path, agent_workspace: Callable[[str], Path]) -> SandboxSessions:
+    ex = cfg.tools.exec
+    return SandboxSessions(
+        cfg.agents.defaults.sandbox,
+        state_dir=state_dir,
+        agent_workspace=agent_workspace,
+        max_output_bytes=ex.max_output_bytes,
+        max_background=ex.max_background,
+    )
+
+
+def sandbox_view(sandboxes: SandboxSessions, key: SessionKey, main_key: str) -> SandboxView | None:
+    """The sandbox of the session ``key`` (None: it runs unsandboxed)."""
+    if not sandboxes.enabled or not sandboxes.applies_to(key.agent_id, key.rest, main_key):
+        return None
+    return sandboxes.view_for(key.canonical, key.agent_id)

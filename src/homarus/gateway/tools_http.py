@@ -23,7 +23,6 @@ from homarus.gateway.http_common import BodyError, bearer_auth, json_error, read
 from homarus.messages import ToolCall, ToolResultMessage
 from homarus.plugins.events import HookContext
 from homarus.security.tool_policy import normalize_tool_name
-from homarus.tools.base import ToolContext
 
 if TYPE_CHECKING:
     from homarus.gateway.app import Gateway
@@ -87,7 +86,9 @@ async def _run(
         return json_error(403, "tool_call_blocked", decided)
     started = time.monotonic()
     workspace = gateway.runtime.workspace_dir(agent_id, gateway.config)
-    tool_ctx = ToolContext(session_key, agent_id, run_id, call_id, workspace, abort, gateway.runtime.services)
+    tool_ctx = gateway.runtime.tool_context(
+        gateway.sessions.resolve_key(session_key), run_id, call_id, workspace, abort
+    )
     try:
         outcome = await tool.execute(tool_ctx, decided.arguments)
     except InvalidRequest as exc:

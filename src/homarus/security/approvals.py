@@ -28,6 +28,7 @@ from homarus.errors import InvalidRequest, NotFound, Unavailable
 __all__ = [
     "DECISIONS",
     "ApprovalManager",
+    "ApprovalOutcome",
     "ApprovalRecord",
     "Decision",
     "EndReason",
@@ -59,6 +60,16 @@ def plugin_remember_key(plugin_id: str | None, tool_name: str | None) -> str | N
 
 def _not_found() -> NotFound:
     return NotFound(NOT_FOUND_MESSAGE, details={"reason": "APPROVAL_NOT_FOUND"})
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalOutcome:
+    """How an in-process request ended: the decision, or why there is none."""
+
+    id: str | None
+    decision: Decision | None
+    reason: EndReason | None
+    resolved_by: str | None = None
 
 
 @dataclass(slots=True, eq=False)
@@ -224,12 +235,29 @@ class ApprovalManager:
         route_available: bool = True,
     ) -> Decision | None:
         """Request and wait in one step (in-process requesters); None = timed out, cancelled, no route."""
+        outcome = await self.ask_outcome(
+            payload, timeout_ms=timeout_ms, abort=abort, remember_key=remember_key, route_available=route_available
+        )
+        return outcome.decision
+
+    async def ask_outcome(
+        self,
+        payload: dict[str, Any],
+        *,
+        timeout_ms: int,
+        abort: asyncio.Event | None = None,
+        remember_key: str | None = None,
+        route_available: bool = True,
+        allow_always: bool = True,
+    ) -> ApprovalOutcome:
+        """Like :meth:`ask`, also saying why there is no decision (exec's askFallback needs it)."""
         if abort is not None and abort.is_set():
-            return None  # the run is already aborted: do not bother any operator
-        record = self.request(payload, timeout_ms=timeout_ms, remember_key=remember_key)
+            return ApprovalOutcome(None, None, "cancelled")  # the run is already aborted: ask nobody
+        record = self.request(payload, timeout_ms=timeout_ms, remember_key=remember_key, allow_always=allow_always)
         if record.pending and not route_available:
             self.expire(record.id, "no-approval-route")
-        return await self.wait(record.id, abort=abort)
+        decision = await self.wait(record.id, abort=abort)
+        return ApprovalOutcome(record.id, decision, record.reason, record.resolved_by)
 
     # -- resolution -------------------------------------------------------------------------------
     def resolve(self, id_or_prefix: str, decision: str, *, resolved_by: str | None) -> ApprovalRecord:

@@ -13,12 +13,15 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from homarus.errors import InvalidRequest, RegistrationError
 from homarus.messages import ImageContent, TextContent, ToolSpec
+
+if TYPE_CHECKING:
+    from homarus.tools.sandbox_sessions import SandboxView
 
 __all__ = ["Tool", "ToolContext", "ToolRegistry", "ToolResult", "tool_from_function", "tool_schema_tool"]
 
@@ -37,6 +40,8 @@ class ToolContext:
     services: dict[str, Any] = field(default_factory=dict)
     #: send a partial result (streamed to clients as a tool `update` event)
     on_update: Callable[[Any], None] | None = None
+    #: set when the session is sandboxed: ``workspace`` is then the sandbox's ``/workspace``
+    sandbox: SandboxView | None = None
 
 
 @dataclass(slots=True)

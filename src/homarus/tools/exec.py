@@ -1,8 +1,8 @@
 """The ``exec`` and ``process`` tools: run commands in the workspace, manage background ones.
 
 Built by :func:`make_exec_tools` from an :class:`~homarus.tools.exec_policy.ExecPolicy` (what may
-run) and an :class:`~homarus.tools.process.ExecBackend` (where it runs: the host now, the sandbox
-later)::
+run) and an :class:`~homarus.tools.process.ExecBackend` (where it runs: the host, or the
+bubblewrap sandbox of :mod:`homarus.tools.sandboxed`)::
 
     policy = ExecPolicy(security="allowlist", allowlist=("ls", "git"))
     backend = HostBackend(max_output_bytes=policy.max_output_bytes, max_background=policy.max_background)
@@ -24,9 +24,11 @@ proxies, ...) are refused from the model and dropped from hook results.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
@@ -34,9 +36,10 @@ from pydantic import Field
 
 from homarus.errors import InvalidRequest
 from homarus.plugins import events as ev
+from homarus.security.approvals import ApprovalOutcome
 from homarus.tools.base import Tool, ToolContext, ToolResult, tool_from_function
-from homarus.tools.exec_policy import ExecDenied, ExecPolicy, allowlisted_argv
-from homarus.tools.paths import PathError, resolve
+from homarus.tools.exec_policy import ExecPlan, ExecPolicy, fallback_plan, plan_exec
+from homarus.tools.paths import PathError, in_mount, resolve
 from homarus.tools.process import Command, ExecBackend, ExecResult, HostBackend, ProcessSession
 
 __all__ = ["DISABLED_MESSAGE", "MAX_RESULT_CHARS", "check_env", "make_exec_tools"]
@@ -48,6 +51,7 @@ MAX_ENV_KEYS = 64
 MAX_ENV_VALUE_CHARS = 32_768
 MAX_WRITE_CHARS = 1_048_576
 LANG = "C.UTF-8"
+SANDBOX_MOUNT = "/workspace"
 
 DISABLED_MESSAGE = (
     'exec is disabled: set tools.exec.security to "allowlist" (and list the allowed binaries in '
@@ -67,11 +71,26 @@ _BLOCKED_ENV = re.compile(
 _MODE_NOTES = {
     "deny": "Currently disabled by the gateway's configuration (tools.exec.security is deny).",
     "allowlist": (
-        "Only allowlisted programs may run, one simple command at a time, without a shell: no pipes, "
-        "redirections, ;, &&, $(...), $VAR, backticks or unquoted globs. Allowed: {allow}."
+        "Only allowlisted programs (and read-only filters such as grep, sort, wc reading stdin) run "
+        "without approval; pipes and &&, ||, ; chains are fine when every part is allowed, while $(...), "
+        "backticks, redirections, background & and newlines are not. Anything else is refused or waits for "
+        "an operator's approval. Allowed: {allow}."
     ),
-    "full": "The command runs through /bin/sh -c.",
+    "full": "The command runs through /bin/sh -c on the gateway host.",
+    "sandbox": (
+        "The command runs through /bin/sh -c inside an isolated sandbox: its workspace is /workspace, "
+        "system directories are read-only, the network is off unless the operator allowed it, and no "
+        "process outlives its timeout."
+    ),
 }
+
+
+class ExecApprover(Protocol):
+    """Asks the operators (``ToolContext.services["exec_approvals"]``); the gateway provides it."""
+
+    async def __call__(
+        self, request: dict[str, Any], timeout_ms: int, abort: asyncio.Event | None
+    ) -> ApprovalOutcome: ...
 
 
 class _HookRunner(Protocol):
@@ -168,6 +187,47 @@ def _denied(message: str) -> ToolResult:
     return ToolResult.text(message, is_error=True, details={"status": "denied"})
 
 
+async def _approve(
+    ctx: ToolContext, policy: ExecPolicy, plan: ExecPlan, cwd: str, env: dict[str, str]
+) -> tuple[ExecPlan, dict[str, Any]]:
+    """Ask the operators about ``plan``; the plan to follow and what to record of the approval."""
+    approver: ExecApprover | None = ctx.services.get("exec_approvals")
+    if approver is None:
+        return fallback_plan(plan), {"approval": "no-approval-route"}
+    request = {
+        "command": plan.command,
+        "cwd": cwd,
+        "host": "gateway",
+        "security": plan.settings.security,
+        "ask": plan.settings.ask,
+        "agentId": ctx.agent_id,
+        "sessionKey": ctx.session_key,
+        "runId": ctx.run_id,
+        "envKeys": sorted(env) or None,
+        "resolvedPath": _resolved_path(plan),
+        "allowAlwaysPatterns": plan.patterns,
+        "reason": plan.reason,
+    }
+    outcome = await approver(request, policy.approval_timeout_ms, ctx.abort)
+    record = {"approvalId": outcome.id, "approval": outcome.decision or outcome.reason}
+    if outcome.decision in ("allow-once", "allow-always"):
+        return replace(plan, action="run", reason=None), record
+    if outcome.decision == "deny":
+        who = f" ({outcome.resolved_by})" if outcome.resolved_by else ""
+        return replace(plan, action="deny", reason=f"exec denied: an operator{who} denied this command"), record
+    if outcome.reason == "no-approval-route":
+        return fallback_plan(plan), record
+    why = {"timeout": "the approval request timed out", "cancelled": "the run was aborted"}.get(
+        outcome.reason or "", f"the approval ended without a decision ({outcome.reason})"
+    )
+    return replace(plan, action="deny", reason=f"exec denied: {why}"), record
+
+
+def _resolved_path(plan: ExecPlan) -> str | None:
+    segments = plan.analysis.segments if plan.analysis else []
+    return segments[0].resolved if len(segments) == 1 else None
+
+
 async def _exec(
     ctx: ToolContext,
     policy: ExecPolicy,
@@ -178,6 +238,12 @@ async def _exec(
     background: bool,
     env: dict[str, str] | None,
 ) -> ToolResult:
+    if ctx.sandbox is not None:  # confined: the sandbox, not the host policy, bounds the command
+        if ctx.sandbox.backend is None:
+            return ToolResult.text(ctx.sandbox.unavailable or "exec is unavailable", is_error=True)
+        policy = replace(policy, security="full", ask="off", host=False, approvals_file=None)
+        backend = ctx.sandbox.backend
+        workdir = in_mount(workdir, SANDBOX_MOUNT) if workdir else workdir
     if policy.security == "deny":
         return _denied(DISABLED_MESSAGE)
     # checked here too: tool_from_function drops Annotated constraints from the schema and validation
@@ -188,11 +254,15 @@ async def _exec(
     try:
         root, cwd = _workdir(ctx.workspace, workdir)
         extra = check_env(env)
-        argv: Command = command if policy.security == "full" else allowlisted_argv(command, policy, cwd)
-    except ExecDenied as exc:
-        return _denied(exc.message)
     except InvalidRequest as exc:
         return ToolResult.text(exc.message, is_error=True, details={"status": "invalid"})
+    plan = plan_exec(command, policy, cwd)
+    approval: dict[str, Any] = {}
+    if plan.action == "ask":
+        plan, approval = await _approve(ctx, policy, plan, cwd, extra)
+    if plan.action != "run":
+        return ToolResult.text(plan.reason or "exec denied", is_error=True, details={"status": "denied", **approval})
+    argv: Command = plan.command
     full_env = {"PATH": policy.path, "HOME": root, "LANG": LANG, **extra, **await _hook_env(ctx, "gateway")}
     timeout = min(timeout_seconds, policy.max_timeout_seconds)
     if background:
@@ -204,6 +274,7 @@ async def _exec(
         "durationMs": result.duration_ms,
         "truncated": result.truncated,
         "cwd": cwd,
+        **approval,
     }
     failed = result.timed_out or result.aborted or result.error is not None
     return ToolResult.text(render(result, timeout), details=details, is_error=failed)
@@ -245,6 +316,8 @@ def _output(header: str, dropped: int, text: str, empty: str) -> ToolResult:
 async def _process(
     ctx: ToolContext, backend: ExecBackend, action: str, session_id: str | None, data: str | None
 ) -> ToolResult:
+    if ctx.sandbox is not None and ctx.sandbox.backend is not None:
+        backend = ctx.sandbox.backend
     registry = backend.processes
     if action == "list":
         sessions = registry.list(ctx.session_key)
@@ -304,7 +377,8 @@ def make_exec_tools(policy: ExecPolicy | None = None, backend: ExecBackend | Non
     ) -> ToolResult:
         return await _process(ctx, be, action, session_id, data)
 
-    note = _MODE_NOTES[pol.security].format(allow=", ".join(pol.allowlist) or "(nothing)")
+    mode = pol.security if pol.host or pol.security == "deny" else "sandbox"
+    note = _MODE_NOTES[mode].format(allow=", ".join(pol.allowlist) or "(nothing)")
     exec_doc = (
         "Run a command in the workspace and return its exit code, stdout and stderr. workdir is relative "
         "to the workspace; env adds variables. The command and everything it started are killed after "

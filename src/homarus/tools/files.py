@@ -29,7 +29,7 @@ from homarus.errors import InvalidRequest
 from homarus.messages import ImageContent, TextContent
 from homarus.tools.base import Tool, ToolContext, ToolResult, tool_from_function
 from homarus.tools.patch import apply_patch
-from homarus.tools.paths import PathError, open_file, read_bytes, resolve, write_bytes
+from homarus.tools.paths import PathError, in_mount, open_file, read_bytes, resolve, write_bytes
 
 __all__ = [
     "MAX_IMAGE_BYTES",
@@ -305,6 +305,31 @@ async def _in_thread(fn: Callable[..., ToolResult], *args: Any) -> ToolResult:
         raise InvalidRequest(f"file operation failed: {exc.strerror or exc}") from None
 
 
+SANDBOX_MOUNT = "/workspace"
+AGENT_MOUNT = "/agent"
+READ_ONLY_SANDBOX = (
+    "file writes are disabled in this sandbox (agents.defaults.sandbox.workspaceAccess is ro); "
+    "/agent is read-only and nothing was changed"
+)
+
+
+def file_root(ctx: ToolContext, path: str, *, write: bool) -> tuple[Path, str]:
+    """(the directory ``path`` is resolved in, ``path`` relative to it) for this call.
+
+    Unsandboxed: the agent workspace. Sandboxed: ``/workspace/...`` and relative paths name the
+    sandbox's workspace, ``/agent/...`` the read-only agent workspace (``workspaceAccess: ro``),
+    where writes are refused.
+    """
+    view = ctx.sandbox
+    if view is None:
+        return ctx.workspace, path
+    if write and not view.files_writable:
+        raise InvalidRequest(READ_ONLY_SANDBOX)
+    if view.agent_root is not None and in_mount(path, AGENT_MOUNT) != path:
+        return view.agent_root, in_mount(path, AGENT_MOUNT)
+    return view.root, in_mount(path, SANDBOX_MOUNT)
+
+
 async def read(ctx: ToolContext, path: str, offset: int | None = None, limit: int | None = None) -> ToolResult:
     """Read a text file in the workspace; the path is relative to the workspace.
 
@@ -313,7 +338,7 @@ async def read(ctx: ToolContext, path: str, offset: int | None = None, limit: in
     line to start at, limit the number of lines. Binary files are described (type and size);
     small PNG/JPEG/GIF/WebP images are returned as images.
     """
-    return await _in_thread(_read_sync, ctx.workspace, path, offset, limit)
+    return await _in_thread(_read_sync, *file_root(ctx, path, write=False), offset, limit)
 
 
 async def write(ctx: ToolContext, path: str, content: str) -> ToolResult:
@@ -322,7 +347,7 @@ async def write(ctx: ToolContext, path: str, content: str) -> ToolResult:
     Parent directories are created. The whole file is replaced atomically and an existing file
     keeps its permissions. Prefer edit for small changes to an existing file.
     """
-    return await _in_thread(_write_sync, ctx.workspace, path, content)
+    return await _in_thread(_write_sync, *file_root(ctx, path, write=True), content)
 
 
 async def edit(ctx: ToolContext, path: str, old_text: str, new_text: str, replace_all: bool = False) -> ToolResult:
@@ -332,7 +357,7 @@ async def edit(ctx: ToolContext, path: str, old_text: str, new_text: str, replac
     occur exactly once unless replace_all is true; include enough surrounding lines to make it
     unique. The file's line endings (LF or CRLF) are kept.
     """
-    return await _in_thread(_edit_sync, ctx.workspace, path, old_text, new_text, replace_all)
+    return await _in_thread(_edit_sync, *file_root(ctx, path, write=True), old_text, new_text, replace_all)
 
 
 def _with_aliases(tool: Tool) -> Tool:

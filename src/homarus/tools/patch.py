@@ -33,6 +33,7 @@ from homarus.tools.paths import (
     PathError,
     WorkspacePath,
     ensure_writable,
+    in_mount,
     read_bytes,
     remove_file,
     resolve,
@@ -266,13 +267,14 @@ class _File:
 class _Plan:
     """The files of one patch, as they are on disk and as the patch leaves them."""
 
-    def __init__(self, workspace: Path) -> None:
+    def __init__(self, workspace: Path, mount: str | None = None) -> None:
         self.workspace = workspace
+        self.mount = mount
         self.files: dict[tuple[str, ...], _File] = {}
         self.summary: list[dict[str, Any]] = []
 
     def load(self, path: str, *, for_write: bool) -> _File:
-        wp = resolve(self.workspace, path)
+        wp = resolve(self.workspace, in_mount(path, self.mount))
         if for_write:
             ensure_writable(wp)
         if wp.parts in self.files:
@@ -363,13 +365,13 @@ def _rollback(done: list[_File]) -> list[str]:
     return failed
 
 
-def _apply_sync(workspace: Path, patch: str) -> ToolResult:
+def _apply_sync(workspace: Path, patch: str, mount: str | None = None) -> ToolResult:
     if len(patch.encode("utf-8", "surrogatepass")) > MAX_PATCH_BYTES:
         raise PatchError(f"apply_patch: the patch is larger than {MAX_PATCH_BYTES:,} bytes. {_NOTHING}")
     ops = parse_patch(patch)
     if len(ops) > MAX_PATCH_FILES:
         raise PatchError(f"apply_patch: at most {MAX_PATCH_FILES} file operations per patch. {_NOTHING}")
-    plan = _Plan(workspace)
+    plan = _Plan(workspace, mount)
     for op in ops:
         try:
             {"add": plan.add, "delete": plan.delete, "update": plan.update}[op.kind](op)
@@ -404,7 +406,11 @@ async def apply_patch(ctx: ToolContext, patch: str) -> ToolResult:
     Give about 3 lines of context around each change; hunks of one file go in file order.
     If any hunk does not match, nothing is changed and the error names the file and hunk.
     """
+    view = ctx.sandbox
+    if view is not None and not view.files_writable:
+        raise PatchError(f"apply_patch: file writes are disabled in this sandbox (workspaceAccess ro). {_NOTHING}")
+    root, mount = (view.root, "/workspace") if view is not None else (ctx.workspace, None)
     try:
-        return await asyncio.to_thread(_apply_sync, ctx.workspace, patch)
+        return await asyncio.to_thread(_apply_sync, root, patch, mount)
     except OSError as exc:  # while reading the files; writes are wrapped (and rolled back) by commit
         raise PatchError(f"apply_patch: file operation failed: {exc.strerror or exc}. {_NOTHING}") from None

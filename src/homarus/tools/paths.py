@@ -49,6 +49,7 @@ __all__ = [
     "PathEscape",
     "WorkspacePath",
     "ensure_writable",
+    "in_mount",
     "open_file",
     "open_parent",
     "read_bytes",
@@ -319,6 +320,20 @@ def _open_failure(exc: OSError, dir_fd: int, name: str, wp: WorkspacePath) -> Pa
     return PathError(f"cannot open {wp.shown}: {exc.strerror}")
 
 
+def _adopt(dir_fd: int, name: str, root: str) -> None:
+    """Give an entry the gateway just created to the workspace's owner.
+
+    Only matters for a gateway running as root over a workspace owned by someone else — a
+    sandbox's ``/workspace`` belongs to the sandbox user — so files the file tools write stay
+    writable by the commands that run there.
+    """
+    if os.geteuid() != 0:
+        return
+    st = os.stat(root)
+    if st.st_uid != 0:
+        os.chown(name, st.st_uid, st.st_gid, dir_fd=dir_fd, follow_symlinks=False)
+
+
 def _open_dir_at(dir_fd: int, name: str, wp: WorkspacePath, create: bool) -> int:
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
@@ -329,6 +344,7 @@ def _open_dir_at(dir_fd: int, name: str, wp: WorkspacePath, create: bool) -> int
         raise _open_failure(exc, dir_fd, name, wp) from None
     with contextlib.suppress(FileExistsError):
         os.mkdir(name, 0o777, dir_fd=dir_fd)  # the umask applies
+        _adopt(dir_fd, name, wp.root)
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     except OSError as exc:
@@ -410,6 +426,7 @@ def write_bytes(wp: WorkspacePath, data: bytes, *, mode: int | None = None) -> b
             _check_regular(st, wp)
         keep = stat.S_IMODE(st.st_mode) & 0o777 if st is not None else NEW_FILE_MODE
         atomic_write_at(dir_fd, wp.name, data, mode=keep if mode is None else mode)
+        _adopt(dir_fd, wp.name, wp.root)
         return st is None
 
 
@@ -421,3 +438,13 @@ def remove_file(wp: WorkspacePath) -> None:
             raise PathError(f"File not found: {wp.shown}")
         _check_regular(st, wp)
         os.unlink(wp.name, dir_fd=dir_fd)
+
+
+def in_mount(raw: str, mount: str | None) -> str:
+    """``raw`` relative to the workspace when it names a path under ``mount`` (the sandbox's
+    ``/workspace``, where the model sees its files); otherwise ``raw`` unchanged."""
+    if mount and isinstance(raw, str):
+        text = raw.strip()
+        if text == mount or text.startswith(mount + "/"):
+            return text[len(mount) :].lstrip("/") or "."
+    return raw

@@ -14,6 +14,7 @@ from pydantic import Field
 from homarus.agents.prompt import strip_silent
 from homarus.agents.runtime import RunRequest
 from homarus.errors import InvalidRequest, NotFound
+from homarus.gateway.chat_commands import core_command
 from homarus.gateway.methods.agent import run_and_finish, start_run
 from homarus.gateway.methods.sessions import emit_session_changed
 from homarus.gateway.plugin_wiring import run_command
@@ -84,8 +85,10 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
         )
         return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
     run_id = p.idempotency_key
-    reply = await run_command(gw, message.strip(), key.canonical)
-    if reply is not None:  # a plugin's chat command answers without a model run
+    reply = core_command(gw, call.client, message.strip())
+    if reply is None:
+        reply = await run_command(gw, message.strip(), key.canonical)
+    if reply is not None:  # a chat command answers without a model run
         gw.bus.broadcast(
             "chat",
             {

@@ -16,6 +16,7 @@ at request time (shown to operators as ``request.allowAlwaysPatterns``) to the a
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -32,15 +33,25 @@ from homarus.gateway.methods.approvals import (
     resolved_event,
 )
 from homarus.gateway.router import EmptyParams, MethodCall, Params
-from homarus.security.approvals import ApprovalManager, ApprovalRecord, Decision
+from homarus.security.approvals import ApprovalManager, ApprovalOutcome, ApprovalRecord, Decision
 from homarus.security.exec_analysis import analyze
 from homarus.security.exec_approvals_file import add_patterns, approvals_path
 from homarus.security.scopes import APPROVALS
+from homarus.tools.exec import ExecApprover
 
 if TYPE_CHECKING:
     from homarus.gateway.app import Gateway
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "EVENTS", "authorize", "binding_of", "install", "register"]
+__all__ = [
+    "DEFAULT_TIMEOUT_MS",
+    "EVENTS",
+    "approver_for",
+    "authorize",
+    "binding_of",
+    "install",
+    "register",
+    "request_payload",
+]
 
 log = logging.getLogger("homarus.exec_approvals")
 EVENT_REQUESTED: Final = "exec.approval.requested"
@@ -85,6 +96,29 @@ def binding_of(
     return hashlib.sha256(json.dumps(plan, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
+def request_payload(fields: dict[str, Any]) -> dict[str, Any]:
+    """The stored/broadcast request: ``fields`` plus the preview and the anti-replay binding."""
+    command = str(fields["command"])
+    payload = {
+        "commandArgv": None,
+        "host": "gateway",
+        "nodeId": None,
+        "resolvedPath": None,
+        "envKeys": None,
+        "allowAlwaysPatterns": [],
+        **fields,
+        "commandPreview": command if len(command) <= 200 else command[:199] + "…",
+    }
+    payload["binding"] = binding_of(
+        command,
+        cwd=payload.get("cwd"),
+        agent_id=payload.get("agentId"),
+        session_key=payload.get("sessionKey"),
+        run_id=payload.get("runId"),
+    )
+    return payload
+
+
 def _check_match(record: ApprovalRecord, command: str | None, session_key: str | None, run_id: str | None) -> None:
     req = record.request
     for given, key in ((command, "command"), (session_key, "sessionKey"), (run_id, "runId")):
@@ -119,6 +153,22 @@ def authorize(
             raise Forbidden(MISMATCH, details={"reason": "APPROVAL_ALREADY_USED"})
         manager.remember(key)
     return record.decision
+
+
+def approver_for(gateway: Gateway, manager: ApprovalManager) -> ExecApprover:
+    """The ``exec`` tool's way to ask operators (lent to tools as ``services["exec_approvals"]``)."""
+
+    async def approver(request: dict[str, Any], timeout_ms: int, abort: asyncio.Event | None) -> ApprovalOutcome:
+        payload = request_payload(request)
+        return await manager.ask_outcome(
+            payload,
+            timeout_ms=timeout_ms,
+            abort=abort,
+            allow_always=bool(payload["allowAlwaysPatterns"]),
+            route_available=has_approval_clients(gateway),
+        )
+
+    return approver
 
 
 def _allowed(record: ApprovalRecord) -> list[str]:
@@ -157,23 +207,23 @@ def install(gateway: Gateway, *, path: str = DEFAULT_PATH) -> ApprovalManager:
             if existing is not None and not existing.pending:
                 raise InvalidRequest(f"approval id '{existing.id}' already resolved")
         analysis = analyze(command, path=path, allowlist=(), safe_bins=False, cwd=p.cwd)
-        payload: dict[str, Any] = {
-            "command": command,
-            "commandArgv": p.command_argv,
-            "commandPreview": command if len(command) <= 200 else command[:199] + "…",
-            "cwd": p.cwd,
-            "host": p.host or "gateway",
-            "nodeId": p.node_id,
-            "security": p.security,
-            "ask": p.ask,
-            "agentId": p.agent_id,
-            "resolvedPath": p.resolved_path,
-            "sessionKey": p.session_key,
-            "runId": p.run_id,
-            "envKeys": sorted(p.env) if p.env else None,
-            "allowAlwaysPatterns": analysis.patterns,
-            "binding": binding_of(command, cwd=p.cwd, agent_id=p.agent_id, session_key=p.session_key, run_id=p.run_id),
-        }
+        payload = request_payload(
+            {
+                "command": command,
+                "commandArgv": p.command_argv,
+                "cwd": p.cwd,
+                "host": p.host or "gateway",
+                "nodeId": p.node_id,
+                "security": p.security,
+                "ask": p.ask,
+                "agentId": p.agent_id,
+                "resolvedPath": p.resolved_path,
+                "sessionKey": p.session_key,
+                "runId": p.run_id,
+                "envKeys": sorted(p.env) if p.env else None,
+                "allowAlwaysPatterns": analysis.patterns,
+            }
+        )
         record = manager.request(payload, timeout_ms=p.timeout_ms, id=p.id, allow_always=bool(analysis.patterns))
         requesters[record.id] = (call.client.conn_id, call.client.client_id, call.client.instance_id)
         if len(requesters) > 2 * manager.max_pending:
