@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint bench bench-agent clean
+.PHONY: install run test lint bench bench-agent sandbox-image clean
 
 install: $(STAMP)
 
@@ -37,9 +37,14 @@ bench: install
 	$(BIN)/python bench/hooks_bench.py
 	$(BIN)/python bench/sessions_bench.py
 	$(BIN)/python bench/tools_invoke_bench.py
+	$(BIN)/python bench/sandbox_bench.py
 
 bench-agent: install
 	$(BIN)/python bench/agent_bench.py
+
+# the image of the Docker sandbox backend (only needed with agents.defaults.sandbox.backend: docker)
+sandbox-image:
+	docker build -t homarus-sandbox:bookworm-slim -f docker/sandbox.Dockerfile docker
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache

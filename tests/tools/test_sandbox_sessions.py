@@ -121,7 +121,7 @@ async def test_no_working_sandbox_refuses_exec_never_the_host(make: Callable[...
 
 async def test_file_tools_map_workspace_and_agent_mounts(make: Callable[..., SandboxSessions], agent_ws: Path) -> None:
     sessions = make(mode="all", workspaceAccess="ro")
-    sessions._available = True  # path mapping needs no running sandbox
+    sessions._kind = "bwrap"  # path mapping needs no running sandbox
     view = sessions.view_for("agent:main:g", "main")
     read, write, edit, patch = (t.execute for t in file_tools())
     ctx = ctx_for(view)
@@ -145,7 +145,7 @@ async def test_file_tools_map_workspace_and_agent_mounts(make: Callable[..., San
 
 async def test_writable_sandbox_maps_writes_and_patches(make: Callable[..., SandboxSessions]) -> None:
     sessions = make(mode="all")
-    sessions._available = True
+    sessions._kind = "bwrap"
     view = sessions.view_for("agent:main:g", "main")
     _, write, _, patch = (t.execute for t in file_tools())
     ctx = ctx_for(view)
@@ -179,3 +179,23 @@ async def test_exec_runs_in_the_session_sandbox(make: Callable[..., SandboxSessi
     assert started.details["sessionId"] in text_of(listed)
     killed = await process_tool.execute(ctx, {"action": "kill", "session_id": started.details["sessionId"]})
     assert "killed" in text_of(killed)
+
+
+async def test_docker_backend_is_chosen_when_an_engine_answers(
+    make: Callable[..., SandboxSessions], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import homarus.tools.sandbox_sessions as module
+    from homarus.tools.sandboxed import DockerExecBackend
+
+    monkeypatch.setattr(module, "engine_available", lambda: True)
+    sessions = make(mode="all", backend="docker", scope="session")
+    view = sessions.view_for("agent:main:g", "main")
+    assert isinstance(view.backend, DockerExecBackend) and view.backend.scope_key == "agent:main:g"
+    assert view.root.parent.name == "sandboxes" and view.root.is_dir()
+    if shutil.which("docker") is None:
+        return
+    # the engine is not really there: the command does not start, and says why (nothing on the host)
+    exec_tool, _ = make_exec_tools(ExecPolicy("full"))
+    result = await exec_tool.execute(ctx_for(view), {"command": "touch ran"})
+    assert result.is_error and "did not start" in text_of(result), text_of(result)
+    assert not (view.root / "ran").exists()

@@ -43,6 +43,7 @@ def build_sandboxes(cfg: HomarusConfig, state_dir: Path, agent_workspace: Callab
         agent_workspace=agent_workspace,
         max_output_bytes=ex.max_output_bytes,
         max_background=ex.max_background,
+        max_timeout_s=ex.max_timeout_seconds,
     )
 
 

@@ -1,19 +1,47 @@
-"""Exec inside the bubblewrap sandbox: the host backend's process handling, a sandboxed launch."""
+"""Exec inside a sandbox: the host backend's process handling, a sandboxed launch.
+
+Two launchers share :class:`HostBackend`'s timeouts, output caps and background registry:
+:class:`SandboxExecBackend` starts every command through ``bwrap`` (own namespaces, seccomp
+filter, resource limits, no host env); :class:`DockerExecBackend` through ``docker exec`` in the
+scope's long-lived container (created on first use by :class:`DockerSandbox`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping
 
-from homarus.sandbox.bwrap import BwrapBackend
+from homarus.errors import HomarusError
+from homarus.sandbox.bwrap import BwrapBackend, Launch
+from homarus.sandbox.docker import DockerSandbox
 from homarus.tools.process import Command, HostBackend, _Protocol
 
-__all__ = ["SandboxExecBackend"]
+__all__ = ["DockerExecBackend", "SandboxExecBackend"]
+
+
+async def _spawn_launch(
+    launch: Launch, on_data: Callable[[int, bytes], None], stdin: bool
+) -> tuple[asyncio.SubprocessTransport, _Protocol]:
+    try:
+        return await asyncio.get_running_loop().subprocess_exec(
+            lambda: _Protocol(on_data),
+            *launch.argv,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=launch.cwd,
+            env=launch.env,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=launch.pass_fds,
+            preexec_fn=launch.preexec_fn,
+        )
+    finally:
+        launch.close()
 
 
 class SandboxExecBackend(HostBackend):
-    """Same timeouts, output caps and background registry as :class:`HostBackend`; every command
-    is started through ``bwrap`` (own namespaces, seccomp filter, resource limits, no host env)."""
+    """Every command started through ``bwrap``."""
 
     def __init__(self, sandbox: BwrapBackend, *, max_output_bytes: int = 200_000, max_background: int = 8) -> None:
         super().__init__(max_output_bytes=max_output_bytes, max_background=max_background)
@@ -22,24 +50,32 @@ class SandboxExecBackend(HostBackend):
     async def _spawn(
         self, command: Command, cwd: str, env: Mapping[str, str], on_data: Callable[[int, bytes], None], stdin: bool
     ) -> tuple[asyncio.SubprocessTransport, _Protocol]:
-        launch = self.sandbox.prepare(command, cwd, env)
-        try:
-            return await asyncio.get_running_loop().subprocess_exec(
-                lambda: _Protocol(on_data),
-                *launch.argv,
-                stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=launch.cwd,
-                env=launch.env,
-                start_new_session=True,
-                close_fds=True,
-                pass_fds=launch.pass_fds,
-                preexec_fn=launch.preexec_fn,
-            )
-        finally:
-            launch.close()
+        return await _spawn_launch(self.sandbox.prepare(command, cwd, env), on_data, stdin)
 
     async def aclose(self) -> None:
         await super().aclose()
         await self.sandbox.aclose()
+
+
+class DockerExecBackend(HostBackend):
+    """Every command started with ``docker exec`` in the container of ``scope_key``.
+
+    Killing the docker client does not reach into the container; the in-container
+    ``timeout -s KILL`` of :meth:`DockerSandbox.launch` (the sandbox's ``exec_timeout_s``) does.
+    """
+
+    def __init__(
+        self, sandbox: DockerSandbox, scope_key: str, *, max_output_bytes: int = 200_000, max_background: int = 8
+    ) -> None:
+        super().__init__(max_output_bytes=max_output_bytes, max_background=max_background)
+        self.sandbox = sandbox
+        self.scope_key = scope_key
+
+    async def _spawn(
+        self, command: Command, cwd: str, env: Mapping[str, str], on_data: Callable[[int, bytes], None], stdin: bool
+    ) -> tuple[asyncio.SubprocessTransport, _Protocol]:
+        try:
+            launch = await self.sandbox.launch(self.scope_key, command, cwd, env)
+        except HomarusError as exc:  # the engine failed or the config is refused: the command did not start
+            raise OSError(exc.message) from exc
+        return await _spawn_launch(launch, on_data, stdin)

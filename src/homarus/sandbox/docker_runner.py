@@ -1,0 +1,96 @@
+"""How the Docker backend talks to the engine: the docker CLI as an asyncio subprocess.
+
+A :data:`Runner` takes the docker arguments (without the binary) and a timeout and returns
+``(exit code, stdout, stderr)``; tests swap in a recording fake. The CLI gets only the gateway's
+variables it needs (``PATH``, ``HOME``, ``DOCKER_*``, ...), never the container's environment.
+Failures to run it are exit codes, like the shell's: 127 not found, 126 not runnable, 124 timed out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+__all__ = [
+    "ENGINE_PROBE_TIMEOUT_S",
+    "Runner",
+    "SubprocessRunner",
+    "docker_cli_env",
+    "engine_available",
+    "tail",
+]
+
+ENGINE_PROBE_TIMEOUT_S = 3.0
+_ERR_TAIL = 600
+
+#: ``(args without the docker binary, timeout in seconds) -> (exit code, stdout, stderr)``
+Runner = Callable[[Sequence[str], float], Awaitable[tuple[int, str, str]]]
+
+_CLI_ENV_KEYS = ("PATH", "HOME", "XDG_RUNTIME_DIR", "XDG_CONFIG_HOME", "LANG", "LC_ALL", "TMPDIR")
+
+
+def docker_cli_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """What the docker client needs from the gateway's environment (never passed into a container)."""
+    source = os.environ if environ is None else environ
+    env = {k: v for k, v in source.items() if k in _CLI_ENV_KEYS or k.startswith("DOCKER_")}
+    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
+    return env
+
+
+def tail(text: str) -> str:
+    """The end of an error output, short enough for a log line or an error message."""
+    text = text.strip()
+    return text if len(text) <= _ERR_TAIL else "..." + text[-_ERR_TAIL:]
+
+
+class SubprocessRunner:
+    """Runs the docker CLI as an asyncio subprocess; on timeout or cancellation its group is killed."""
+
+    def __init__(self, docker: str = "docker") -> None:
+        self.docker = docker
+
+    async def __call__(self, args: Sequence[str], timeout: float) -> tuple[int, str, str]:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                self.docker,
+                *args,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=docker_cli_env(),
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            return 127, "", f"the docker CLI was not found ({self.docker})"
+        except OSError as exc:
+            return 126, "", f"could not run {self.docker}: {exc.strerror or exc}"
+        try:
+            out, err = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            return 124, "", f"docker {args[0] if args else ''} timed out after {timeout:g} s"
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), 5.0)
+        return proc.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+
+
+def engine_available(docker: str = "docker", *, timeout: float = ENGINE_PROBE_TIMEOUT_S) -> bool:
+    """Whether a Docker engine answers ``docker info`` within ``timeout`` (False without the CLI)."""
+    try:
+        done = subprocess.run(  # noqa: S603  (our own argv)
+            [docker, "info", "--format", "{{.ServerVersion}}"],
+            capture_output=True,
+            timeout=timeout,
+            env=docker_cli_env(),
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0 and bool(done.stdout.strip())
