@@ -96,6 +96,7 @@ def test_kinds_merge_rules_and_failure_policy_are_consistent() -> None:
 MERGE_TESTED = {
     "before_model_resolve",
     "agent_turn_prepare",
+    "heartbeat_prompt_contribution",
     "before_prompt_build",
     "before_agent_start",
     "before_agent_run",
@@ -152,6 +153,18 @@ async def test_agent_turn_prepare_concatenates_in_priority_order() -> None:
         ("c", returns({"append_context": "C2"})),
     )
     assert outcome.result == ev.AgentTurnPrepareResult(prepend_context="A1\n\nB1", append_context="A2\n\nC2")
+
+
+async def test_heartbeat_prompt_contribution_concatenates() -> None:
+    outcome = await modify(
+        "heartbeat_prompt_contribution",
+        ev.HeartbeatPromptContributionEvent("agent:main:main", "main", "heartbeat"),
+        ("a", returns({"prepend_context": "Check the backups."})),
+        ("b", returns({"prepend_context": "Check the mail.", "append_context": "Be brief."})),
+    )
+    assert outcome.result == ev.AgentTurnPrepareResult(
+        prepend_context="Check the backups.\n\nCheck the mail.", append_context="Be brief."
+    )
 
 
 # -- before_prompt_build ---------------------------------------------------------------------------

@@ -95,6 +95,8 @@ class AgentRuntime:
         self.spawn: Callable[[Coroutine[Any, Any, Any]], Any] = spawn or _background
         #: (session key, provider, model) → the tool names the session may use; None = all
         self.tool_filter: Callable[[SessionKey, str | None, str | None], set[str]] | None = None
+        #: system events (wake, hooks, cron) waiting for a session's next turn, drained with the injections
+        self.system_events: Callable[[str], list[dict[str, Any]]] | None = None
         #: the sandbox a session's tools run in (None, or returning None: unsandboxed)
         self.sandbox_for: Callable[[SessionKey], SandboxView | None] | None = None
         #: operator hooks for ``agent:bootstrap`` (may change the bootstrap file list)
@@ -441,9 +443,11 @@ class AgentRuntime:
         return [f for f in changed if hasattr(f, "content") and hasattr(f, "name")]
 
     def _drain_injections(self, session_key: str) -> list[dict[str, Any]]:
+        events = self.system_events(session_key) if self.system_events is not None else []
         if self.injections is None:
-            return []
-        return [dict(i) if isinstance(i, dict) else dataclasses.asdict(i) for i in self.injections.drain(session_key)]
+            return events
+        drained = self.injections.drain(session_key)
+        return [*events, *(dict(i) if isinstance(i, dict) else dataclasses.asdict(i) for i in drained)]
 
     def _write(self, transcript: Transcript, phases: RunPhases, messages: list[Message]) -> list[dict[str, Any] | None]:
         """Persist messages through the write hooks in one all-or-nothing append.

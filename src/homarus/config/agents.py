@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from homarus.config.automation import HeartbeatConfig
 from homarus.config.base import ConfigModel
 from homarus.config.sandbox import SandboxConfig
 from homarus.config.tools import AgentToolsConfig
@@ -100,6 +101,7 @@ class AgentsDefaults(ConfigModel):
     #: global `main` lane: agent runs in parallel across sessions
     max_concurrent: int = Field(4, ge=1, le=256)
     subagents: SubagentDefaults = Field(default_factory=SubagentDefaults)
+    heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
 
 
 class AgentsConfig(ConfigModel):

@@ -21,6 +21,7 @@ from homarus.config.agents import (
     MessagesConfig,
     SubagentDefaults,
 )
+from homarus.config.automation import HooksConfig
 from homarus.config.base import ConfigModel
 from homarus.config.models import ModelsConfig
 from homarus.config.plugins import PluginsConfig
@@ -158,3 +159,13 @@ class HomarusConfig(ConfigModel):
     messages: MessagesConfig = Field(default_factory=MessagesConfig)
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
+    hooks: HooksConfig = Field(default_factory=HooksConfig)
+
+    @model_validator(mode="after")
+    def _hook_token_distinct(self) -> HomarusConfig:
+        hook, gw = self.hooks.token, self.gateway.auth.token
+        if hook is not None and gw is not None and hook.get_secret_value() == gw.get_secret_value():
+            raise ValueError(
+                "hooks.token must differ from gateway.auth.token (a leaked webhook secret must not open the gateway)"
+            )
+        return self

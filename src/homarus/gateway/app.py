@@ -22,6 +22,8 @@ from homarus.errors import HomarusError
 from homarus.gateway.chat_commands import CORE_COMMANDS
 from homarus.gateway.events import EventBus
 from homarus.gateway.exec_wiring import build_exec, build_sandboxes, sandbox_view
+from homarus.gateway.heartbeat import Heartbeats, WakeMode
+from homarus.gateway.hooks_http import resume_hook_runs
 from homarus.gateway.methods import approvals, exec_approvals
 from homarus.gateway.plugin_wiring import install_plugins
 from homarus.gateway.policy import policy_inputs
@@ -179,6 +181,7 @@ class Gateway:
             injections=InjectionQueue(paths.state_dir / "injections"),
         )
         self.runtime.services["runtime"] = self.runtime
+        self.heartbeats = Heartbeats(self)
         self.runtime.sandbox_for = lambda key: sandbox_view(self.sandboxes, key, self.config.session.main_key)
         self.runtime.services["hooks"] = self.hooks
         self.hookmd = HookMdRunner.discover(paths.state_dir)
@@ -222,6 +225,12 @@ class Gateway:
     async def _bootstrap_hooks(self, event: dict[str, Any]) -> None:
         if self.hookmd.handlers_for("agent", "bootstrap"):
             await self.hookmd.trigger("agent", "bootstrap", event)
+
+    async def wake(
+        self, text: str | None, *, mode: WakeMode = "now", agent_id: str | None = None, source: str = "wake"
+    ) -> None:
+        """Queue ``text`` as a system event on the main session; ``now`` runs a heartbeat at once."""
+        await self.heartbeats.wake(text, mode=mode, agent_id=agent_id, source=source)
 
     async def approve_tool_call(self, payload: dict[str, Any], timeout_ms: int, abort: asyncio.Event) -> str | None:
         """Ask the operators (clients with operator.approvals) to approve a plugin-gated tool call."""
@@ -496,6 +505,8 @@ class Gateway:
     async def startup(self) -> None:
         self.interrupted_runs = await asyncio.to_thread(self._recover_runs)
         self._tasks.append(asyncio.create_task(self._tick_loop()))
+        self.heartbeats.start()
+        await resume_hook_runs(self, self.interrupted_runs)
         await self.plugins.start_services()
         await self.hookmd.trigger(
             "gateway",
@@ -554,6 +565,7 @@ class Gateway:
             with contextlib.suppress(TimeoutError):  # the hook's own 5 s timeout bounds each handler
                 await asyncio.wait_for(self.hooks.void("gateway_stop", GatewayStopEvent(reason)), 6.0)
         self.lanes.drain()
+        await self.heartbeats.stop()
         self.plugin_approvals.cancel_all("shutdown")
         self.exec_approvals.cancel_all("shutdown")
         await self.plugins.stop_services()

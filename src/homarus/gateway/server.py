@@ -8,12 +8,14 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
+from starlette.routing import Route
 from uvicorn.config import Config as UvicornConfig
 from uvicorn.server import Server as UvicornServer
 
 from homarus.config.loader import StatePaths
 from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
+from homarus.gateway.hooks_http import hooks_routes
 from homarus.gateway.http import build_asgi
 from homarus.gateway.plugin_wiring import plugin_routes
 from homarus.gateway.tools_http import tools_invoke_route
@@ -51,10 +53,14 @@ def build_gateway(paths: StatePaths, options: GatewayOptions | None = None) -> G
     return gateway
 
 
+def _routes(gateway: Gateway) -> list[Route]:
+    return [tools_invoke_route(gateway), *hooks_routes(gateway), *plugin_routes(gateway, gateway.plugins)]
+
+
 def make_server(gateway: Gateway, *, sock: socket.socket | None = None, log_level: str = "warning") -> GatewayServer:
     port = gateway.options.port if gateway.options.port is not None else gateway.config.gateway.port
     config = UvicornConfig(
-        build_asgi(gateway, extra_routes=[tools_invoke_route(gateway), *plugin_routes(gateway, gateway.plugins)]),
+        build_asgi(gateway, extra_routes=_routes(gateway)),
         host=gateway.host,
         port=port,
         ws=protocol_class(),

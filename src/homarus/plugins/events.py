@@ -39,6 +39,7 @@ __all__ = [
     "CronChangedEvent",
     "GatewayStartEvent",
     "GatewayStopEvent",
+    "HeartbeatPromptContributionEvent",
     "HookContext",
     "LlmInputEvent",
     "LlmOutputEvent",
@@ -127,6 +128,16 @@ class AgentTurnPrepareResult:
 
     prepend_context: str | None = None
     append_context: str | None = None
+
+
+@dataclass(slots=True)
+class HeartbeatPromptContributionEvent:
+    """A heartbeat turn is about to run: plugins may add context around the heartbeat prompt."""
+
+    session_key: str | None = None
+    agent_id: str | None = None
+    heartbeat_name: str | None = None
+    context: HookContext = _CTX
 
 
 @dataclass(slots=True)

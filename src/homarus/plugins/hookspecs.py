@@ -200,6 +200,13 @@ _SPECS = [
         merge=_context_merge(("prepend_context", "append_context")),
     ),
     HookSpec(
+        "heartbeat_prompt_contribution",
+        "mod",
+        ev.HeartbeatPromptContributionEvent,
+        ev.AgentTurnPrepareResult,
+        merge=_context_merge(("prepend_context", "append_context")),
+    ),
+    HookSpec(
         "before_prompt_build",
         "mod",
         ev.BeforePromptBuildEvent,
@@ -309,7 +316,9 @@ CONVERSATION_HOOKS = frozenset(
     }
 )
 #: hooks that can add text to the prompt: blocked by allowPromptInjection=false
-PROMPT_INJECTION_HOOKS = frozenset({"agent_turn_prepare", "before_prompt_build", "before_agent_start"})
+PROMPT_INJECTION_HOOKS = frozenset(
+    {"agent_turn_prepare", "before_prompt_build", "before_agent_start", "heartbeat_prompt_contribution"}
+)
 
 
 def result_from(spec: HookSpec, value: Any) -> Any:

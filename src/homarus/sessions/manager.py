@@ -170,8 +170,11 @@ class SessionManager:
             transcript.create(entry.session_id, cwd=self.workspace)
         return SessionRef(key, entry, created)
 
-    def update_entry(self, key: SessionKey, changes: dict[str, Any], *, create: bool = False) -> SessionRef:
-        """Merge ``changes`` (alias → value, None = remove) into the entry; bumps updatedAt."""
+    def update_entry(
+        self, key: SessionKey, changes: dict[str, Any], *, create: bool = False, touch: bool = True
+    ) -> SessionRef:
+        """Merge ``changes`` (alias → value, None = remove) into the entry; bumps updatedAt unless
+        ``touch`` is False (then an ``updatedAt`` in ``changes`` is kept as given)."""
         if create:
             self.ensure(key)
         store = self._store_for(key)
@@ -186,7 +189,8 @@ class SessionManager:
                     merged.pop(name, None)
                 else:
                     merged[name] = value
-            merged["updatedAt"] = max(now_ms(), int(current.get("updatedAt", 0)))
+            if touch:
+                merged["updatedAt"] = max(now_ms(), int(current.get("updatedAt", 0)))
             _check_entry(merged)  # never store an entry we could not read back
             entries[key.canonical] = merged
             return merged

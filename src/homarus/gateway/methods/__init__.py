@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from homarus.gateway.methods import agent, chat, config, health, plugins, sessions, status, tools
+from homarus.gateway.methods import agent, chat, config, health, heartbeat, plugins, sessions, status, tools
 
 if TYPE_CHECKING:
     from homarus.gateway.app import Gateway
@@ -13,5 +13,5 @@ __all__ = ["register_core_methods"]
 
 
 def register_core_methods(gateway: Gateway) -> None:
-    for family in (health, status, config, sessions, agent, chat, plugins, tools):
+    for family in (health, status, config, sessions, agent, chat, plugins, tools, heartbeat):
         family.register(gateway)

@@ -1,0 +1,334 @@
+"""Public webhooks: ``POST <hooks.path>/wake``, ``/agent`` and ``/<mapping>`` (openclaw-protocol.md §5.3,
+security.md §5.5).
+
+Checks, in order: a ``?token=`` query → 400 (even with the right token); not POST → 405; a locked-out
+client IP → 429 + ``Retry-After``; the token (``Authorization: Bearer``, ``X-Homarus-Token`` or
+``X-OpenClaw-Token``, constant-time) → 401, each miss counted per IP (20 in 60 s lock it out for
+60 s; loopback is not exempt); an empty or odd sub-path → 404; the body (``hooks.maxBodyBytes``,
+declared or streamed → 413, 30 s → 408, bad JSON → 400; empty or non-object JSON → ``{}``). The
+hook token authenticates nothing else, and the gateway token does not open hooks.
+
+``/agent`` is accepted at once (202 ``{ok, runId}``): the run is journaled before the answer, runs
+on the ``cron`` lane in its own session (``agent:<id>:hook:<uuid>`` unless policy allows a key), and
+a run accepted but never started is run after a restart. A reply is delivered as a system event
+on the main session (``deliver``, default true). External text is wrapped as untrusted content
+unless the mapping sets ``allowUnsafeExternalContent``. The same idempotency key (header
+``Idempotency-Key``/``X-Homarus-Idempotency-Key``/``X-OpenClaw-Idempotency-Key`` or body
+``idempotencyKey``, ≤ 256 chars) within 5 minutes returns the first ``runId``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import math
+import re
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from homarus.agents.runtime import RunRequest
+from homarus.errors import HomarusError, InvalidRequest
+from homarus.gateway.heartbeat import WakeMode
+from homarus.gateway.hooks_mapping import HookAction, MappingFailed, TransformLoader, match_mapping, now_iso
+from homarus.gateway.hooks_mapping import resolve_action as mapping_action
+from homarus.gateway.http_common import BodyError, read_json_body
+from homarus.queue.dedupe import DedupeCache
+from homarus.queue.journal import RunRecord
+from homarus.security.auth import secrets_equal
+from homarus.security.external_content import wrap_external_content
+from homarus.security.ratelimit import FailureLimiter
+from homarus.sessions.keys import AGENT_ID_RE
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["NO_QUERY_AUTH_MESSAGE", "hooks_routes", "resume_hook_runs"]
+
+log = logging.getLogger("homarus.hooks")
+
+NO_QUERY_AUTH_MESSAGE: Final = (
+    "Hook token must be provided via Authorization: Bearer <token> or X-OpenClaw-Token header "
+    "(query parameters are not allowed)."
+)
+SESSION_KEY_DISABLED: Final = (
+    "sessionKey is disabled for external /hooks/agent payloads; set hooks.allowRequestSessionKey=true to enable"
+)
+_SUB_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
+_BODY_ERRORS: Final = {413: "payload too large", 408: "request body timeout"}
+KIND: Final = "hook"
+
+
+def _fail(status: int, error: str) -> JSONResponse:
+    return JSONResponse({"ok": False, "error": error}, status_code=status)
+
+
+def _token_of(request: Request) -> str | None:
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        return value.strip()
+    for header in ("x-homarus-token", "x-openclaw-token"):
+        if request.headers.get(header, "").strip():
+            return request.headers[header].strip()
+    return None
+
+
+def _idempotency_key(request: Request, body: dict[str, Any]) -> str | None:
+    for raw in (
+        request.headers.get("idempotency-key"),
+        request.headers.get("x-homarus-idempotency-key"),
+        request.headers.get("x-openclaw-idempotency-key"),
+        body.get("idempotencyKey"),
+    ):
+        if isinstance(raw, str) and raw.strip():
+            key = raw.strip()
+            return key if len(key) <= 256 else None
+    return None
+
+
+class HooksEndpoint:
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        cfg = gateway.config.hooks
+        self.limiter = FailureLimiter(cfg.max_auth_failures, 60.0, 60.0)
+        self.dedupe = DedupeCache(ttl_s=300.0, max_entries=1000)
+        transforms = Path(cfg.transforms_dir) if cfg.transforms_dir else None
+        if transforms is None:
+            transforms = gateway.paths.config_path.parent / "hooks" / "transforms"
+        elif not transforms.is_absolute():
+            transforms = gateway.paths.config_path.parent / transforms
+        self.transforms = TransformLoader(transforms)
+
+    def _shares_gateway_secret(self, token: str) -> bool:
+        secret = self.gateway.shared_secret
+        if secret and secrets_equal(token, secret):
+            log.error("hooks are disabled: hooks.token equals the gateway token (give webhooks their own secret)")
+            return True
+        return False
+
+    # -- the checks -------------------------------------------------------------------------------
+    async def __call__(self, request: Request) -> Response:
+        cfg = self.gateway.config.hooks
+        if not cfg.enabled or cfg.token is None or self._shares_gateway_secret(cfg.token.get_secret_value()):
+            return PlainTextResponse("Not Found", status_code=404)
+        if "token" in request.query_params:
+            return PlainTextResponse(NO_QUERY_AUTH_MESSAGE, status_code=400)
+        if request.method != "POST":
+            return PlainTextResponse("Method Not Allowed", status_code=405, headers={"Allow": "POST"})
+        ip = request.client.host if request.client else "unknown"
+        if (wait := self.limiter.retry_after(ip)) is not None:
+            return PlainTextResponse("Too Many Requests", 429, headers={"Retry-After": str(max(1, math.ceil(wait)))})
+        token = _token_of(request)
+        if token is None or not secrets_equal(token, cfg.token.get_secret_value()):
+            self.limiter.record_failure(ip)
+            return PlainTextResponse("Unauthorized", status_code=401)
+        self.limiter.reset(ip)
+        sub = str(request.path_params.get("rest", "")).strip("/")
+        if not sub or not _SUB_PATH.fullmatch(sub):
+            return PlainTextResponse("Not Found", status_code=404)
+        try:
+            raw = await read_json_body(request, cfg.max_body_bytes)
+        except BodyError as exc:
+            return _fail(exc.status, _BODY_ERRORS.get(exc.status, f"invalid JSON body: {exc.message}"))
+        body: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        try:
+            return await self._dispatch(request, sub, body)
+        except InvalidRequest as exc:
+            return _fail(400, exc.message)
+        except MappingFailed as exc:
+            log.error("hook mapping %r failed: %s", sub, exc)
+            return _fail(500, "hook mapping failed")
+
+    async def _dispatch(self, request: Request, sub: str, body: dict[str, Any]) -> Response:
+        idem = _idempotency_key(request, body)
+        if sub == "wake":
+            text = body.get("text")
+            if not isinstance(text, str) or not text.strip():
+                raise InvalidRequest("text required")
+            mode = body.get("mode", "now")
+            if mode not in ("now", "next-heartbeat"):
+                raise InvalidRequest("mode must be now or next-heartbeat")
+            action = HookAction("wake", text=text, mode=mode, name="Hook")
+        elif sub == "agent":
+            action = self._agent_action(body)
+        else:
+            mapping = match_mapping(self.gateway.config.hooks.mappings, sub, body)
+            if mapping is None:
+                return PlainTextResponse("Not Found", status_code=404)
+            context = {
+                "payload": body,
+                "headers": {k.lower(): v for k, v in request.headers.items() if k.lower() != "authorization"},
+                "query": dict(request.query_params),
+                "path": sub,
+                "now": now_iso(),
+            }
+            resolved = await mapping_action(mapping, context, self.transforms)
+            if resolved is None:
+                return Response(status_code=204)
+            action = resolved
+        return await self._run(sub, action, idem)
+
+    def _agent_action(self, body: dict[str, Any]) -> HookAction:
+        message = body.get("message")
+        if not isinstance(message, str) or not message.strip():
+            raise InvalidRequest("message required")
+        channel = body.get("channel")
+        if channel is not None and channel != "last":
+            raise InvalidRequest("channel must be last")
+        model = body.get("model")
+        if "model" in body and (not isinstance(model, str) or not model.strip()):
+            raise InvalidRequest("model required")
+        timeout = body.get("timeoutSeconds")
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+            raise InvalidRequest("timeoutSeconds must be a positive number")
+        thinking, name = body.get("thinking"), body.get("name")
+        return HookAction(
+            "agent",
+            message=message,
+            mode="next-heartbeat" if body.get("wakeMode") == "next-heartbeat" else "now",
+            name=name.strip()[:128] if isinstance(name, str) and name.strip() else "Hook",
+            agent_id=body.get("agentId") if isinstance(body.get("agentId"), str) else None,
+            session_key=body.get("sessionKey") if isinstance(body.get("sessionKey"), str) else None,
+            deliver=body.get("deliver") is not False,
+            model=model.strip() if isinstance(model, str) else None,
+            thinking=thinking if isinstance(thinking, str) and thinking.strip() else None,
+            timeout_seconds=math.floor(timeout) if timeout is not None else None,
+            extra={"requestSessionKey": "sessionKey" in body},
+        )
+
+    # -- policy ------------------------------------------------------------------------------------
+    def _agent_id(self, requested: str | None) -> str:
+        cfg = self.gateway.config
+        default = cfg.agents.default_id
+        candidate = requested.strip().lower() if requested and AGENT_ID_RE.match(requested.strip().lower()) else None
+        allowed = cfg.hooks.allowed_agent_ids
+        if candidate is not None and allowed is not None and "*" not in allowed and candidate not in allowed:
+            raise InvalidRequest("agentId is not allowed by hooks.allowedAgentIds")
+        agent = candidate if candidate in cfg.agents.ids else default
+        if allowed is not None and "*" not in allowed and agent not in allowed:
+            raise InvalidRequest("agentId is not allowed by hooks.allowedAgentIds")
+        return agent
+
+    def _session_key(self, action: HookAction, agent_id: str) -> str:
+        cfg = self.gateway.config.hooks
+        if action.extra.get("requestSessionKey") and not cfg.allow_request_session_key:
+            raise InvalidRequest(SESSION_KEY_DISABLED)
+        key = (action.session_key or "").strip() or cfg.default_session_key or f"hook:{uuid.uuid4()}"
+        prefixes = [p.lower() for p in cfg.allowed_session_key_prefixes]
+        if prefixes and not any(key.lower().startswith(p) for p in prefixes):
+            raise InvalidRequest(f"sessionKey must start with one of: {', '.join(cfg.allowed_session_key_prefixes)}")
+        parts = key.split(":")
+        if parts[0] == "agent" and len(parts) >= 3:  # rebound to the target agent, never another one
+            key = ":".join(parts[2:])
+        return f"agent:{agent_id}:{key}"
+
+    # -- running -----------------------------------------------------------------------------------
+    async def _run(self, sub: str, action: HookAction, idem: str | None) -> Response:
+        gw = self.gateway
+        agent_id = self._agent_id(action.agent_id)
+        dedupe_key = None
+        if idem is not None:
+            scope = json.dumps({"path": sub, "agent": agent_id, "kind": action.kind}, sort_keys=True)
+            dedupe_key = hashlib.sha256(f"{scope}\x00{idem}".encode()).hexdigest()
+            cached = self.dedupe.get(dedupe_key)
+            if cached is not None:
+                return JSONResponse(cached.payload, status_code=200 if action.kind == "wake" else 202)
+        if action.kind == "wake":
+            text = action.text if action.allow_unsafe else wrap_external_content(action.text, source="Webhook")
+            await gw.wake(text, mode="next-heartbeat" if action.mode == "next-heartbeat" else "now", source="hook")
+            payload: dict[str, Any] = {"ok": True, "mode": action.mode}
+        else:
+            session = self._session_key(action, agent_id)
+            run_id = str(uuid.uuid4())
+            params = {
+                "message": action.message
+                if action.allow_unsafe
+                else wrap_external_content(action.message, source="Webhook"),
+                "sessionKey": session,
+                "name": action.name,
+                "deliver": action.deliver,
+                "wakeMode": action.mode,
+                "model": action.model,
+                "thinking": action.thinking,
+                "timeoutSeconds": action.timeout_seconds,
+                "path": sub,
+            }
+            await accept_and_run(gw, run_id, params)
+            payload = {"ok": True, "runId": run_id}
+        if dedupe_key is not None:
+            self.dedupe.put(dedupe_key, "accepted", payload=payload)
+        return JSONResponse(payload, status_code=200 if action.kind == "wake" else 202)
+
+
+def _request_of(gateway: Gateway, run_id: str, params: dict[str, Any]) -> RunRequest:
+    timeout = params.get("timeoutSeconds")
+    return RunRequest(
+        run_id=run_id,
+        session_key=gateway.sessions.resolve_key(str(params["sessionKey"])),
+        message=str(params["message"]),
+        model=params.get("model"),
+        thinking=params.get("thinking"),
+        timeout_s=float(timeout) if timeout else None,
+        lane="cron",
+        channel="hook",
+        trigger="hook",
+    )
+
+
+async def accept_and_run(gateway: Gateway, run_id: str, params: dict[str, Any]) -> None:
+    """Journal the run (a 202 then survives a restart) and start it in the background."""
+    from homarus.gateway.methods.agent import start_run  # the method layer sits above this module
+
+    req = _request_of(gateway, run_id, params)
+    await start_run(gateway, req, KIND, params)
+    _ = gateway.spawn(_run_and_deliver(gateway, req, params))
+
+
+async def _run_and_deliver(gateway: Gateway, req: RunRequest, params: dict[str, Any]) -> None:
+    from homarus.gateway.methods.agent import run_and_finish
+
+    outcome = await run_and_finish(gateway, req, KIND)
+    if not params.get("deliver", True) or outcome.status != "ok" or outcome.silent or not outcome.text.strip():
+        return
+    mode: WakeMode = "next-heartbeat" if params.get("wakeMode") == "next-heartbeat" else "now"
+    text = f"Hook {params.get('name') or 'Hook'} ({req.session_key.canonical}): {outcome.text.strip()[:4000]}"
+    try:
+        await gateway.wake(text, mode=mode, agent_id=req.session_key.agent_id, source=f"hook:{params.get('path')}")
+    except HomarusError:
+        log.exception("could not deliver the reply of hook run %s", req.run_id)
+
+
+async def resume_hook_runs(gateway: Gateway, interrupted: list[RunRecord]) -> int:
+    """Runs a webhook got a 202 for but that never started (the gateway stopped first): run them now."""
+    resumed = 0
+    for record in interrupted:
+        if record.kind != KIND or record.started_at is not None:
+            continue
+        params = record.params if isinstance(record.params, dict) else {}
+        try:
+            req = _request_of(gateway, record.run_id, params)
+        except (HomarusError, KeyError) as exc:
+            log.error("hook run %s cannot be resumed: %s", record.run_id, exc)
+            continue
+        log.warning("resuming hook run %s accepted before the restart", record.run_id)
+        _ = gateway.spawn(_run_and_deliver(gateway, req, params))
+        resumed += 1
+    await asyncio.sleep(0)
+    return resumed
+
+
+def hooks_routes(gateway: Gateway) -> list[Route]:
+    hooks = HooksEndpoint(gateway)
+
+    async def endpoint(request: Request) -> Response:  # a function: Starlette calls it with the request
+        return await hooks(request)
+
+    base = gateway.config.hooks.path
+    every = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
+    return [Route(base, endpoint, methods=every), Route(base + "/{rest:path}", endpoint, methods=every)]
