@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from homarus.agents.loop import LoopHooks
+from homarus.audit.trail import RunAudit
 from homarus.messages import AssistantMessage, Context, ToolCall, ToolResultMessage, UserMessage
 from homarus.plugins import events as ev
 from homarus.plugins.runner import HookRunner
@@ -35,7 +36,9 @@ class RuntimeHooks(LoopHooks):
         *,
         abort: asyncio.Event,
         approve: ApprovalFn | None = None,
+        audit: RunAudit | None = None,
     ) -> None:
+        self.audit = audit
         self.runner = runner
         self.ctx = ctx
         self.spawn = spawn
@@ -58,11 +61,17 @@ class RuntimeHooks(LoopHooks):
         result: ev.BeforeToolCallResult = outcome.result
         if result.block:
             by = f" by {outcome.decided_by}" if outcome.decided_by else ""
-            return result.block_reason or f"Tool call blocked{by}"
+            reason = result.block_reason or f"Tool call blocked{by}"
+            if self.audit is not None:
+                self.audit.decided(call.id, "blocked:hook", by=outcome.decided_by, reason=reason)
+            return reason
         args = {**call.arguments, **(result.params or {})}
         approval = result.require_approval
         if isinstance(approval, ev.RequireApproval):
             verdict = await self._ask(approval, call)
+            if self.audit is not None:
+                decision = "approved" if verdict is None else "blocked:approval"
+                self.audit.decided(call.id, decision, by=approval.plugin_id, reason=verdict)
             if verdict is not None:
                 return verdict
         if result.params is not None:
@@ -94,7 +103,21 @@ class RuntimeHooks(LoopHooks):
             return None
         return "Denied by user" if decision == "deny" else "Approval timed out; the tool call was denied"
 
+    def tool_refused(self, call: ToolCall, reason: str) -> None:
+        if self.audit is not None:
+            self.audit.decided(call.id, reason)
+
     def after_tool(self, call: ToolCall, result: ToolResultMessage, duration_ms: int) -> None:
+        if self.audit is not None:
+            self.audit.tool_call(
+                tool_call_id=call.id,
+                tool=call.name,
+                args=call.arguments,
+                is_error=result.is_error,
+                duration_ms=duration_ms,
+                details=result.details,
+                error_text=result.text if result.is_error else None,
+            )
         if not self.runner.has("after_tool_call"):
             return
         ctx = dataclasses.replace(self.ctx, tool_call_id=call.id)
@@ -141,6 +164,14 @@ class RuntimeHooks(LoopHooks):
         run_id = self.ctx.run_id or ""
         info = model.info
         failed = message.stop_reason in ("error", "aborted")
+        if self.audit is not None:
+            self.audit.model_call(
+                provider=info.provider,
+                model=info.id,
+                duration_ms=ms,
+                stop_reason=message.stop_reason,
+                usage=message.usage.to_json(),
+            )
         self.fire(
             "model_call_ended",
             ev.ModelCallEndedEvent(

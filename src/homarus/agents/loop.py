@@ -83,6 +83,9 @@ class LoopHooks:
     def after_tool(self, call: ToolCall, result: ToolResultMessage, duration_ms: int) -> None:
         """A tool finished (fire-and-forget)."""
 
+    def tool_refused(self, call: ToolCall, reason: str) -> None:
+        """The loop refused a call before any hook saw it (unknown or disallowed tool, bad arguments)."""
+
     def model_call_started(self, call_id: str, model: ResolvedModel, context: Context) -> None:
         """A provider request is about to be sent (fire-and-forget)."""
 
@@ -353,8 +356,10 @@ def _error_result(call: ToolCall, text: str) -> ToolResultMessage:
 async def _prepare(call: ToolCall, s: LoopSettings) -> tuple[Tool, ToolCall] | ToolResultMessage:
     tool = s.tools.get(call.name)
     if tool is None:
+        s.hooks.tool_refused(call, "blocked:policy")
         return _error_result(call, f"Tool {call.name} not found")
     if call.parse_error:
+        s.hooks.tool_refused(call, "invalid-arguments")
         return _error_result(call, f"Invalid arguments for {call.name}: {call.parse_error}")
     decided = await s.hooks.before_tool(call)
     if isinstance(decided, str):

@@ -61,6 +61,8 @@ class ActiveRun:
     compacting: bool = False
     timed_out: bool = False
     abort_origin: str | None = None
+    #: the run's audit writer (a RunAudit), when the gateway keeps an audit trail
+    audit: Any = None
     done: asyncio.Future[RunOutcome] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
     def take_steering(self) -> list[UserMessage]:

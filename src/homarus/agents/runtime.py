@@ -25,8 +25,10 @@ from homarus.agents.compactor import RunCompactor
 from homarus.agents.history import load_history
 from homarus.agents.hook_bridge import ApprovalFn, RunPhases, RuntimeHooks
 from homarus.agents.loop import LoopSettings, run_agent_loop
+from homarus.agents.raw_stream import stream_tap
 from homarus.agents.runs import ActiveRun, RunOutcome, RunRegistry
 from homarus.agents.stream import EventTranslator
+from homarus.audit.trail import AuditSink, RunAudit
 from homarus.config.schema import HomarusConfig
 from homarus.errors import HomarusError, Unavailable
 from homarus.messages import AssistantMessage, ImageContent, Message, TextContent, UserMessage
@@ -61,6 +63,8 @@ class RunRequest:
     channel: str | None = None
     queue_mode: QueueMode | None = None
     trigger: str = "user"
+    #: who asked, for the audit trail (a connection's client, a hook path, a cron job)
+    origin: dict[str, Any] | None = None
 
 
 class AgentRuntime:
@@ -95,6 +99,10 @@ class AgentRuntime:
         self.spawn: Callable[[Coroutine[Any, Any, Any]], Any] = spawn or _background
         #: (session key, provider, model) → the tool names the session may use; None = all
         self.tool_filter: Callable[[SessionKey, str | None, str | None], set[str]] | None = None
+        #: where run records go (None: no audit trail)
+        self.audit: AuditSink | None = None
+        #: where provider stream events go (None: not recorded; ``logging.rawStream``)
+        self.raw_stream: AuditSink | None = None
         #: system events (wake, hooks, cron) waiting for a session's next turn, drained with the injections
         self.system_events: Callable[[str], list[dict[str, Any]]] | None = None
         #: the sandbox a session's tools run in (None, or returning None: unsandboxed)
@@ -197,9 +205,18 @@ class AgentRuntime:
         finally:
             timer.cancel()
             self.runs.end(active)
+        if active.audit is not None:
+            active.audit.run_end(status=outcome.status, error=outcome.error, usage=outcome.usage)
         if not active.done.done():
             active.done.set_result(outcome)
         return outcome
+
+    def _audit_for(self, req: RunRequest) -> RunAudit:
+        assert self.audit is not None
+        key = req.session_key
+        audit = RunAudit(self.audit, req.run_id, key.canonical, key.agent_id)
+        audit.run_start(trigger=req.trigger, channel=req.channel, origin=req.origin, model=req.model)
+        return audit
 
     def _time_out(self, active: ActiveRun) -> None:
         active.timed_out = True
@@ -231,7 +248,9 @@ class AgentRuntime:
             run_id=req.run_id,
             trigger=req.trigger,
         )
-        hooks = RuntimeHooks(self.hooks, ctx, self.spawn, abort=active.abort, approve=self.approve)
+        audit = self._audit_for(req) if self.audit is not None else None
+        active.audit = audit
+        hooks = RuntimeHooks(self.hooks, ctx, self.spawn, abort=active.abort, approve=self.approve, audit=audit)
         phases = RunPhases(hooks)
         hooks.fire(
             "message_received",
@@ -253,6 +272,9 @@ class AgentRuntime:
             schema_tool = tool_schema_tool(tools)
             tools = {**tools, schema_tool.name: schema_tool}
         files = await self._bootstrap(key, ws, files)
+        skills = await asyncio.to_thread(
+            setup.skills_prompt, cfg, key, ws, self.state_dir, self.services.get("skill_dirs"), tools
+        )
         base_prompt = setup.system_prompt(
             cfg,
             key,
@@ -263,6 +285,7 @@ class AgentRuntime:
             extra=req.extra_system_prompt,
             thinking=req.thinking,
             files=files,
+            skills=skills.text if skills else None,
         )
         needs_history = any(
             self.hooks.has(h)
@@ -312,9 +335,11 @@ class AgentRuntime:
             candidates=candidates,
             system_prompt=changes.system_prompt,
             tools=tools,
-            make_tool_context=lambda call_id: self.tool_context(key, req.run_id, call_id, ws, active.abort),
+            make_tool_context=lambda call_id: self.tool_context(
+                key, req.run_id, call_id, ws, active.abort, skills.read_roots if skills else None
+            ),
             abort=active.abort,
-            emit=translator.handle,
+            emit=stream_tap(self.raw_stream, req.run_id, translator.handle) if self.raw_stream else translator.handle,
             get_steering=active.take_steering,
             get_follow_ups=active.take_follow_ups,
             tool_execution=d.tool_execution,
@@ -460,12 +485,23 @@ class AgentRuntime:
         return [next(stored) if r is not None else None for r in rows]
 
     def tool_context(
-        self, key: SessionKey, run_id: str, call_id: str, workspace: Path, abort: asyncio.Event
+        self,
+        key: SessionKey,
+        run_id: str,
+        call_id: str,
+        workspace: Path,
+        abort: asyncio.Event,
+        skill_roots: frozenset[str] | None = None,
     ) -> ToolContext:
-        """A tool call's context; a sandboxed session's tools see the sandbox's workspace."""
+        """A tool call's context; a sandboxed session's tools see the sandbox's workspace.
+
+        ``skill_roots`` (the real dirs of the skills this run's prompt lists) is lent to the
+        file tools as ``services["skills"]``: ``read`` may open files inside them, nowhere else.
+        """
         view = self.sandbox_for(key) if self.sandbox_for is not None else None
         ws = view.root if view is not None else workspace
-        return ToolContext(key.canonical, key.agent_id, run_id, call_id, ws, abort, self.services, sandbox=view)
+        services = {**self.services, "skills": skill_roots} if skill_roots else self.services
+        return ToolContext(key.canonical, key.agent_id, run_id, call_id, ws, abort, services, sandbox=view)
 
     def workspace_dir(self, agent_id: str, cfg: HomarusConfig) -> Path:
         return setup.workspace_dir(agent_id, cfg, self.state_dir)

@@ -53,6 +53,14 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             from homarus.cli.sessions_cmd import run_sessions
 
             return run_sessions(args, paths)
+        elif args.command == "cron" and args.cron_command:
+            from homarus.cli.cron_cmd import run_cron
+
+            return run_cron(args, paths)
+        elif args.command == "logs":
+            from homarus.cli.logs_cmd import run_logs
+
+            return run_logs(args, paths)
         elif args.command == "plugins" and args.plugins_command:
             from homarus.cli.plugins_cmd import run_plugins
 

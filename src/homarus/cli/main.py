@@ -7,6 +7,9 @@ import sys
 from collections.abc import Sequence
 
 from homarus import __version__
+from homarus.cli.cron_cmd import add_cron_parser
+from homarus.cli.logs_cmd import add_logs_parser
+from homarus.cli.skills_cmd import add_skills_parser
 
 __all__ = ["build_parser", "main"]
 
@@ -90,6 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     plg_dis.add_argument("id")
     plg_doc = plg_sub.add_parser("doctor", help="load every plugin and print all diagnostics; exit 1 on any error")
     plg_doc.add_argument("--json", action="store_true")
+    add_logs_parser(sub)
+    add_cron_parser(sub)
+    add_skills_parser(sub)
     return parser
 
 
@@ -108,6 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from homarus.cli import commands
 
     try:
+        if args.command == "skills" and args.skills_command:
+            from homarus.cli.skills_cmd import run_skills
+            from homarus.config.loader import StatePaths
+
+            return run_skills(args, StatePaths.from_env())
         return commands.dispatch(args, parser)
     except KeyboardInterrupt:
         return 130

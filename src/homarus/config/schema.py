@@ -23,7 +23,9 @@ from homarus.config.agents import (
 )
 from homarus.config.automation import HooksConfig
 from homarus.config.base import ConfigModel
+from homarus.config.cron import CronConfig
 from homarus.config.models import ModelsConfig
+from homarus.config.observability import LoggingConfig
 from homarus.config.plugins import PluginsConfig
 from homarus.config.tools import ToolsConfig
 
@@ -160,6 +162,8 @@ class HomarusConfig(ConfigModel):
     tools: ToolsConfig = Field(default_factory=ToolsConfig)
     plugins: PluginsConfig = Field(default_factory=PluginsConfig)
     hooks: HooksConfig = Field(default_factory=HooksConfig)
+    logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    cron: CronConfig = Field(default_factory=CronConfig)
 
     @model_validator(mode="after")
     def _hook_token_distinct(self) -> HomarusConfig:

@@ -15,11 +15,14 @@ from urllib.parse import parse_qs
 
 from homarus import __version__
 from homarus.agents.runtime import AgentRuntime
+from homarus.audit.log import AuditLog
 from homarus.config.loader import StatePaths, provider_env_keys, trace_hooks_enabled
 from homarus.config.schema import HomarusConfig, is_loopback_host
 from homarus.config.store import ConfigStore
+from homarus.cron.service import CronService
 from homarus.errors import HomarusError
 from homarus.gateway.chat_commands import CORE_COMMANDS
+from homarus.gateway.cron_wiring import start_cron, stop_cron
 from homarus.gateway.events import EventBus
 from homarus.gateway.exec_wiring import build_exec, build_sandboxes, sandbox_view
 from homarus.gateway.heartbeat import Heartbeats, WakeMode
@@ -53,6 +56,7 @@ from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager
 from homarus.sessions.store import Maintenance
 from homarus.tools.base import ToolRegistry
+from homarus.tools.cron_tool import cron_tool
 from homarus.tools.exec import make_exec_tools
 from homarus.tools.files import file_tools
 from homarus.tools.session_tools import session_tools
@@ -83,6 +87,8 @@ GATEWAY_EVENTS = (
     "plugin.approval.requested",
     "plugin.approval.resolved",
     "exec.approval.requested",
+    "cron",
+    "heartbeat",
     "exec.approval.resolved",
 )
 
@@ -150,6 +156,7 @@ class Gateway:
         web_settings = WebSettings.from_config(self.config.tools)
         self.web_client = guarded_client_for(web_settings)
         exec_policy, self.exec_backend = build_exec(self.config, paths.state_dir)
+        self.cron: CronService | None = None
         self.sandboxes = build_sandboxes(
             self.config, paths.state_dir, lambda agent_id: self.runtime.workspace_dir(agent_id, self.config)
         )
@@ -159,6 +166,7 @@ class Gateway:
             *file_tools(),
             *make_web_tools(web_settings, self.web_client),
             *make_exec_tools(exec_policy, self.exec_backend),
+            cron_tool(),
         ):
             self.tools.register(tool)
         for tool in subagent_tools(max_spawn_depth=lambda: self.tool_policy().inputs.max_spawn_depth):
@@ -182,6 +190,7 @@ class Gateway:
         )
         self.runtime.services["runtime"] = self.runtime
         self.heartbeats = Heartbeats(self)
+        self.audit_log, self.raw_stream_log = self._build_logs()
         self.runtime.sandbox_for = lambda key: sandbox_view(self.sandboxes, key, self.config.session.main_key)
         self.runtime.services["hooks"] = self.hooks
         self.hookmd = HookMdRunner.discover(paths.state_dir)
@@ -225,6 +234,15 @@ class Gateway:
     async def _bootstrap_hooks(self, event: dict[str, Any]) -> None:
         if self.hookmd.handlers_for("agent", "bootstrap"):
             await self.hookmd.trigger("agent", "bootstrap", event)
+
+    def _build_logs(self) -> tuple[AuditLog, AuditLog]:
+        cfg = self.config.logging
+        logs_dir = self.paths.state_dir / "logs"
+        audit = AuditLog(logs_dir, max_file_bytes=cfg.audit.max_file_mb * 1024 * 1024)
+        raw = AuditLog(logs_dir, max_file_bytes=cfg.audit.max_file_mb * 1024 * 1024, prefix="raw-stream")
+        self.runtime.audit = audit if cfg.audit.enabled else None
+        self.runtime.raw_stream = raw if cfg.raw_stream else None
+        return audit, raw
 
     async def wake(
         self, text: str | None, *, mode: WakeMode = "now", agent_id: str | None = None, source: str = "wake"
@@ -506,6 +524,7 @@ class Gateway:
         self.interrupted_runs = await asyncio.to_thread(self._recover_runs)
         self._tasks.append(asyncio.create_task(self._tick_loop()))
         self.heartbeats.start()
+        self.cron = await start_cron(self)
         await resume_hook_runs(self, self.interrupted_runs)
         await self.plugins.start_services()
         await self.hookmd.trigger(
@@ -564,6 +583,8 @@ class Gateway:
         if self.hooks.has("gateway_stop"):
             with contextlib.suppress(TimeoutError):  # the hook's own 5 s timeout bounds each handler
                 await asyncio.wait_for(self.hooks.void("gateway_stop", GatewayStopEvent(reason)), 6.0)
+        if self.cron is not None:
+            await stop_cron(self.cron)
         self.lanes.drain()
         await self.heartbeats.stop()
         self.plugin_approvals.cancel_all("shutdown")
@@ -589,6 +610,8 @@ class Gateway:
         await self.web_client.aclose()
         await self.exec_backend.aclose()
         await self.sandboxes.aclose()
+        self.audit_log.close()
+        self.raw_stream_log.close()
 
 
 def _presence_entry(info: ClientInfo) -> dict[str, Any]:

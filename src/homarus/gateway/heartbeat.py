@@ -196,7 +196,8 @@ class Heartbeats:
         before = await asyncio.to_thread(gw.sessions.get, key)
         run_id = f"heartbeat-{uuid.uuid4()}"
         message = await self._prompt(cfg.prompt or DEFAULT_PROMPT, key.canonical, key.agent_id, run_id)
-        req = RunRequest(run_id=run_id, session_key=key, message=message, trigger="heartbeat")
+        origin = {"kind": "heartbeat", "reason": reason}
+        req = RunRequest(run_id=run_id, session_key=key, message=message, trigger="heartbeat", origin=origin)
         from homarus.gateway.methods.agent import run_and_finish, start_run  # the method layer sits above
 
         await start_run(gw, req, "heartbeat", {"reason": reason})

@@ -278,6 +278,7 @@ def _request_of(gateway: Gateway, run_id: str, params: dict[str, Any]) -> RunReq
         lane="cron",
         channel="hook",
         trigger="hook",
+        origin={"kind": "hook", "path": params.get("path"), "name": params.get("name")},
     )
 
 

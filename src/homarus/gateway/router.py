@@ -60,6 +60,17 @@ class ClientInfo:
     caps: frozenset[str] = frozenset()
     connected_at_ms: int = 0
 
+    def origin(self) -> dict[str, Any]:
+        """Who this is, for the audit trail (no secrets: ids and names the client declared)."""
+        return {
+            "kind": "connection",
+            "connId": self.conn_id,
+            "clientId": self.client_id,
+            "displayName": self.display_name,
+            "mode": self.client_mode,
+            "ip": self.ip,
+        }
+
 
 @dataclass(slots=True)
 class MethodCall:

@@ -209,7 +209,11 @@ async def _approve(
         "reason": plan.reason,
     }
     outcome = await approver(request, policy.approval_timeout_ms, ctx.abort)
-    record = {"approvalId": outcome.id, "approval": outcome.decision or outcome.reason}
+    record = {
+        "approvalId": outcome.id,
+        "approval": outcome.decision or outcome.reason,
+        "approvedBy": outcome.resolved_by,
+    }
     if outcome.decision in ("allow-once", "allow-always"):
         return replace(plan, action="run", reason=None), record
     if outcome.decision == "deny":

@@ -4,7 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from homarus.gateway.methods import agent, chat, config, health, heartbeat, plugins, sessions, status, tools
+from homarus.gateway.methods import (
+    agent,
+    chat,
+    config,
+    cron,
+    health,
+    heartbeat,
+    logs,
+    plugins,
+    sessions,
+    status,
+    tools,
+)
 
 if TYPE_CHECKING:
     from homarus.gateway.app import Gateway
@@ -13,5 +25,5 @@ __all__ = ["register_core_methods"]
 
 
 def register_core_methods(gateway: Gateway) -> None:
-    for family in (health, status, config, sessions, agent, chat, plugins, tools, heartbeat):
+    for family in (health, status, config, sessions, agent, chat, plugins, tools, heartbeat, logs, cron):
         family.register(gateway)

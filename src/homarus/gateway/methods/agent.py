@@ -169,6 +169,7 @@ async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
         lane=p.lane or "main",
         extra_system_prompt=p.extra_system_prompt,
         channel=p.channel,
+        origin=call.client.origin(),
     )
     ref = await asyncio.to_thread(gw.sessions.ensure, key, label=p.label)
     await start_run(gw, req, "agent", p.model_dump(by_alias=True, exclude_none=True))

@@ -122,6 +122,7 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
         thinking=p.thinking,
         timeout_s=p.timeout_ms / 1000 if p.timeout_ms else None,
         channel="webchat",
+        origin=call.client.origin(),
     )
     ref = await asyncio.to_thread(gw.sessions.ensure, key)
     await start_run(gw, req, "chat", p.model_dump(by_alias=True, exclude_none=True))

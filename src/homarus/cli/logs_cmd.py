@@ -1,0 +1,76 @@
+"""`homarus logs [--follow] [--run RUNID] [--limit N] [--json] [--raw-stream]`: read the audit trail.
+
+Reads ``$STATE/logs`` directly (no gateway needed); ``--follow`` polls the newest file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from datetime import datetime
+from typing import Any
+
+from homarus.config.loader import StatePaths
+
+__all__ = ["add_logs_parser", "run_logs"]
+
+FOLLOW_POLL_S = 0.5
+
+
+def add_logs_parser(sub: Any) -> None:
+    p = sub.add_parser("logs", help="show the audit trail of runs (who asked, model and tool calls, decisions)")
+    p.add_argument("--run", metavar="RUNID", help="only this run's records")
+    p.add_argument("--limit", type=int, default=50, help="records to show (default 50)")
+    p.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
+    p.add_argument("--json", action="store_true", help="print raw JSON lines")
+    p.add_argument("--raw-stream", action="store_true", help="the raw model stream log instead (logging.rawStream)")
+
+
+def _line(r: dict[str, Any]) -> str:
+    ts = datetime.fromtimestamp(int(r.get("ts", 0)) / 1000).strftime("%Y-%m-%d %H:%M:%S")
+    kind = str(r.get("type") or r.get("event") or "?")
+    run = str(r.get("runId", ""))[:36]
+    if kind == "run.start":
+        origin = r.get("origin") or {}
+        who = origin.get("clientId") or origin.get("path") or origin.get("jobId") or origin.get("kind") or "-"
+        what = f"{r.get('sessionKey')} trigger={r.get('trigger')} by={who}"
+    elif kind == "model.call":
+        usage = r.get("usage") or {}
+        what = f"{r.get('provider')}/{r.get('model')} {r.get('durationMs')}ms stop={r.get('stopReason')}"
+        what += f" tokens={usage.get('input', '?')}/{usage.get('output', '?')}"
+    elif kind == "tool.call":
+        by = f" by={r['by']}" if r.get("by") else ""
+        what = f"{r.get('tool')} {r.get('decision')}{by} {r.get('status')} {r.get('durationMs')}ms"
+        what += f" args={json.dumps(r.get('args'), ensure_ascii=False)[:200]}"
+    elif kind == "run.end":
+        what = f"{r.get('status')} {r.get('durationMs')}ms" + (f" error={r['error']}" if r.get("error") else "")
+    else:
+        what = json.dumps({k: v for k, v in r.items() if k not in ("ts", "runId")}, ensure_ascii=False)[:300]
+    return f"{ts} {kind:<10} {run} {what}"
+
+
+def run_logs(args: argparse.Namespace, paths: StatePaths) -> int:
+    from homarus.audit.log import read_records  # only when the command runs: `--help` stays light
+
+    directory = paths.state_dir / "logs"
+    prefix = "raw-stream" if args.raw_stream else "audit"
+    show = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else _line
+    tail = read_records(directory, limit=max(1, args.limit), run_id=args.run, prefix=prefix)
+    if tail.file is None and not args.follow:
+        print(f"no {prefix} records yet in {directory}")
+        return 0
+    for record in tail.records:
+        print(show(record), flush=True)
+    if not args.follow:
+        return 0
+    cursor, current = tail.cursor, tail.file
+    while True:
+        time.sleep(FOLLOW_POLL_S)
+        more = read_records(directory, limit=10_000, run_id=args.run, cursor=cursor, prefix=prefix)
+        if more.file != current:  # a new day or a rotation: read the new file from its start
+            more = read_records(directory, limit=10_000, run_id=args.run, cursor=0, prefix=prefix)
+            current = more.file
+        for record in more.records:
+            print(show(record), flush=True)
+        cursor = more.cursor

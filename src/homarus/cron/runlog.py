@@ -1,0 +1,64 @@
+"""Per-job run history: ``cron/runs/<jobId>.jsonl``, one JSON object per finished run.
+
+Appends are single ``write`` calls of whole lines (O_APPEND), so concurrent appenders never
+interleave inside a line. Once a file grows past ``max_bytes`` it is rewritten atomically to its
+last ``keep_lines`` lines. Readers skip lines that do not parse (a torn tail after a crash).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from homarus.errors import InvalidRequest
+from homarus.fs import atomic_write, ensure_private_dir
+
+__all__ = ["RunLog"]
+
+
+class RunLog:
+    def __init__(self, directory: Path, *, max_bytes: int = 2_000_000, keep_lines: int = 2000) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self.keep_lines = keep_lines
+
+    def path_for(self, job_id: str) -> Path:
+        if not job_id or "/" in job_id or "\\" in job_id or job_id.startswith("."):
+            raise InvalidRequest(f"invalid cron job id: {job_id!r}")
+        return self.directory / f"{job_id}.jsonl"
+
+    def append(self, job_id: str, entry: dict[str, Any]) -> None:
+        path = self.path_for(job_id)
+        ensure_private_dir(self.directory)
+        line = (json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o600)
+        try:
+            os.write(fd, line)
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        if size > self.max_bytes:
+            self.prune(job_id)
+
+    def prune(self, job_id: str) -> None:
+        path = self.path_for(job_id)
+        lines = path.read_bytes().splitlines(keepends=True)
+        atomic_write(path, b"".join(lines[-self.keep_lines :]))
+
+    def read(self, job_id: str, *, limit: int = 50, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+        """(entries newest first, skipping ``offset`` and at most ``limit``; total entries)."""
+        try:
+            raw = self.path_for(job_id).read_bytes()
+        except FileNotFoundError:
+            return [], 0
+        entries: list[dict[str, Any]] = []
+        for line in raw.splitlines():
+            with contextlib.suppress(ValueError):
+                item = json.loads(line)
+                if isinstance(item, dict):
+                    entries.append(item)
+        entries.reverse()
+        return entries[offset : offset + limit], len(entries)

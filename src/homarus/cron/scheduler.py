@@ -1,0 +1,312 @@
+"""The cron scheduler: one timer, due jobs through an injected runner, and the state machine.
+
+* **One timer**, armed at the earliest ``nextRunAtMs`` but never longer than 60 s, so a clock
+  jump or a hand-edited store is noticed within a minute. Changes and finished runs wake it early.
+* **Runs** go through ``runner(job) -> RunResult``, at most ``max_concurrent`` at once, each bounded
+  by the job's timeout (``payload.timeoutSeconds`` or 10 min). A runner that raises is an error
+  like any other: recorded, retried by backoff, and the scheduler keeps going.
+* **After a run** the job's state moves by the rules of ``transitions``: backoff 30 s, 1, 5, 15,
+  60 min after errors, ``at`` jobs deleted after success, 3 schedule errors disable a job.
+* **Downtime**: on start, every enabled job whose ``nextRunAtMs`` has passed runs once (not once
+  per missed slot) and is logged with ``catchUp: true``. A run the last process left
+  ``runningAtMs`` is one of those: it was cut short, so it runs again.
+
+``clock`` (epoch ms) and ``sleep`` are injected so tests drive time without waiting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from homarus.cron.models import CronJob
+from homarus.cron.runlog import RunLog
+from homarus.cron.store import CronStore, CronStoreCorrupt
+from homarus.cron.transitions import SUMMARY_MAX_CHARS, RunResult, apply_result, recompute, run_entry
+
+__all__ = ["DEFAULT_JOB_TIMEOUT_S", "MAX_TIMER_MS", "CronScheduler", "RunResult", "Runner"]
+
+log = logging.getLogger("homarus.cron")
+
+MAX_TIMER_MS = 60_000
+DEFAULT_JOB_TIMEOUT_S = 600.0
+INTERRUPTED = "interrupted by gateway shutdown"
+
+Runner = Callable[[CronJob], Awaitable[RunResult]]
+ChangeListener = Callable[[dict[str, Any]], None]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class CronScheduler:
+    def __init__(
+        self,
+        store: CronStore,
+        runner: Runner,
+        *,
+        clock: Callable[[], int] = _now_ms,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        runlog: RunLog | None = None,
+        max_concurrent: int = 1,
+        job_timeout_s: float = DEFAULT_JOB_TIMEOUT_S,
+        timeout_grace_s: float = 0.0,
+        on_change: ChangeListener | None = None,
+        enabled: bool = True,
+    ) -> None:
+        self.store = store
+        self.runner = runner
+        self.clock = clock
+        self.sleep = sleep
+        self.runlog = runlog or RunLog(store.path.parent / "runs")
+        self.max_concurrent = max(1, max_concurrent)
+        self.job_timeout_s = job_timeout_s
+        #: extra time past a job's own timeout before the scheduler gives up on the runner
+        self.timeout_grace_s = timeout_grace_s
+        self.on_change = on_change
+        self.enabled = enabled
+        self.load_error: str | None = None
+        self._running: dict[str, asyncio.Task[RunResult]] = {}
+        self._catch_up: set[str] = set()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Load the store, mark missed runs for catch-up and arm the timer (when enabled)."""
+        try:
+            await asyncio.to_thread(self.store.load)
+        except CronStoreCorrupt as exc:
+            self.load_error = exc.message
+            log.error("cron: %s", exc.message)
+        now = self.clock()
+        changed = False
+        for job in self.store.jobs.values():
+            st = job.state
+            if st.running_at_ms is not None:
+                log.warning("cron job %s (%s) was cut short by the last shutdown; it runs again", job.id, job.name)
+                st.running_at_ms = None
+                changed = True
+            if not job.enabled:
+                continue
+            if st.next_run_at_ms is None:
+                recompute(job, now)
+                changed = True
+            elif st.next_run_at_ms <= now:
+                self._catch_up.add(job.id)
+                log.info(
+                    "cron job %s (%s) missed its run at %d while the gateway was down; running it once now",
+                    job.id,
+                    job.name,
+                    st.next_run_at_ms,
+                )
+        if changed:
+            await self.store.persist()
+        self._stopping = False
+        if self.enabled:
+            self._task = asyncio.create_task(self._loop(), name="cron-timer")
+
+    async def stop(self, timeout: float = 2.0) -> None:
+        """Stop the timer; give running jobs ``timeout`` seconds, then cancel them (they run again on start)."""
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        running = list(self._running.values())
+        if running:
+            _, pending = await asyncio.wait(running, timeout=timeout)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending, timeout=1.0)
+
+    def poke(self) -> None:
+        """Re-arm the timer now (a job was added, changed or removed)."""
+        self._wake.set()
+
+    async def wait_idle(self) -> None:
+        """Wait until no run is in flight (tests, shutdown)."""
+        while self._running:
+            await asyncio.gather(*list(self._running.values()), return_exceptions=True)
+
+    # -- the timer -----------------------------------------------------------------------------
+    async def _loop(self) -> None:
+        while not self._stopping:
+            self._wake.clear()
+            try:
+                started = await self.tick()
+            except Exception:
+                log.exception("cron: scheduler tick failed")
+                started = []
+            delay = self.delay_ms()
+            if delay == 0 and not started:
+                delay = 1000  # something due could not start: never spin
+            await self._wait(delay)
+
+    async def _wait(self, delay_ms: int) -> None:
+        sleeper = asyncio.ensure_future(self.sleep(delay_ms / 1000))
+        waker = asyncio.ensure_future(self._wake.wait())
+        try:
+            await asyncio.wait({sleeper, waker}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sleeper.cancel()
+            waker.cancel()
+
+    def next_wake_ms(self) -> int | None:
+        """The earliest due time of an enabled job that is not running."""
+        times = [
+            j.state.next_run_at_ms
+            for j in self.store.jobs.values()
+            if j.enabled and j.id not in self._running and j.state.next_run_at_ms is not None
+        ]
+        return min(times) if times else None
+
+    def delay_ms(self) -> int:
+        nxt = self.next_wake_ms()
+        if nxt is None or len(self._running) >= self.max_concurrent:
+            return MAX_TIMER_MS  # a finishing run wakes the timer early
+        return min(max(nxt - self.clock(), 0), MAX_TIMER_MS)
+
+    async def tick(self) -> list[asyncio.Task[RunResult]]:
+        """Start every due job the concurrency cap allows; returns the started runs."""
+        now = self.clock()
+        recomputed = False
+        for job in list(self.store.jobs.values()):
+            if job.enabled and job.state.next_run_at_ms is None and job.id not in self._running:
+                recompute(job, now)
+                recomputed = True
+        if recomputed:
+            await self.store.persist()
+        due = sorted(
+            (
+                j
+                for j in self.store.jobs.values()
+                if j.enabled
+                and j.id not in self._running
+                and j.state.next_run_at_ms is not None
+                and j.state.next_run_at_ms <= now
+            ),
+            key=lambda j: j.state.next_run_at_ms or 0,
+        )
+        started: list[asyncio.Task[RunResult]] = []
+        for job in due:
+            if len(self._running) >= self.max_concurrent:
+                break
+            started.append(self._start(job, forced=False))
+        return started
+
+    # -- running -------------------------------------------------------------------------------
+    def running(self) -> list[str]:
+        return list(self._running)
+
+    async def run_now(self, job_id: str, *, force: bool = True, wait: bool = True) -> dict[str, Any]:
+        """``cron.run``: force runs whatever the schedule says; otherwise only a due job runs."""
+        job = self.store.get(job_id)
+        if job.id in self._running:
+            return {"ok": True, "ran": False, "reason": "already-running"}
+        nxt = job.state.next_run_at_ms
+        if not force and (not job.enabled or nxt is None or nxt > self.clock()):
+            return {"ok": True, "ran": False, "reason": "not-due"}
+        task = self._start(job, forced=force)
+        if not wait:
+            return {"ok": True, "enqueued": True}
+        result = await asyncio.shield(task)
+        out: dict[str, Any] = {"ok": True, "ran": True, "status": result.status}
+        if result.error:
+            out["error"] = result.error
+        if result.summary:
+            out["summary"] = result.summary[:SUMMARY_MAX_CHARS]
+        return out
+
+    def _start(self, job: CronJob, *, forced: bool) -> asyncio.Task[RunResult]:
+        catch_up = job.id in self._catch_up
+        self._catch_up.discard(job.id)
+        job.state.running_at_ms = self.clock()
+        task = asyncio.create_task(self._execute(job, catch_up=catch_up, forced=forced), name=f"cron:{job.id}")
+        self._running[job.id] = task
+
+        def done(t: asyncio.Task[RunResult]) -> None:
+            self._running.pop(job.id, None)
+            self._wake.set()
+            if not t.cancelled() and (exc := t.exception()) is not None:
+                log.error("cron job %s: bookkeeping failed: %r", job.id, exc)
+
+        task.add_done_callback(done)
+        return task
+
+    def _timeout_s(self, job: CronJob) -> float:
+        own = getattr(job.payload, "timeout_seconds", None)
+        return (float(own) if own else self.job_timeout_s) + self.timeout_grace_s
+
+    async def _execute(self, job: CronJob, *, catch_up: bool, forced: bool) -> RunResult:
+        started = job.state.running_at_ms or self.clock()
+        await self.store.persist()
+        self.emit({"jobId": job.id, "action": "started", "runAtMs": started, **({"catchUp": True} if catch_up else {})})
+        cancelled = False
+        timeout = self._timeout_s(job)
+        try:
+            result = await asyncio.wait_for(self.runner(job), timeout)
+        except TimeoutError:
+            result = RunResult("error", error=f"job timed out after {timeout:g}s")
+        except asyncio.CancelledError:
+            cancelled = True
+            result = RunResult("skipped", error=INTERRUPTED)
+        except Exception as exc:  # a crashing runner is an error of this job, not of the scheduler
+            log.exception("cron job %s (%s) crashed", job.id, job.name)
+            result = RunResult("error", error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        if self._stopping and result.status != "ok":
+            result = RunResult("skipped", error=INTERRUPTED, details=result.details)  # aborted by the shutdown
+        entry = self._finish(job, result, started, self.clock(), catch_up=catch_up, forced=forced)
+        await self.store.persist()
+        try:
+            await asyncio.to_thread(self.runlog.append, job.id, entry)
+        except OSError as exc:
+            log.error("cron job %s: could not write the run log: %s", job.id, exc)
+        self.emit(entry)
+        if cancelled:
+            raise asyncio.CancelledError
+        return result
+
+    def _finish(
+        self, job: CronJob, result: RunResult, started: int, finished: int, *, catch_up: bool, forced: bool
+    ) -> dict[str, Any]:
+        interrupted = result.status == "skipped" and result.error == INTERRUPTED
+        entry = run_entry(job, result, started, finished, catch_up=catch_up, forced=forced)
+        current = self.store.jobs.get(job.id)  # the job may have been edited or removed meanwhile
+        if current is None:
+            entry["removed"] = True
+            return entry
+        if interrupted:
+            # nextRunAtMs stays where it was: the next start sees it past due and catches up
+            current.state.running_at_ms = None
+            entry["error"] = f"{INTERRUPTED}; runs again on start"
+        elif apply_result(current, result, started, finished):
+            del self.store.jobs[job.id]
+            entry["deleted"] = True
+        entry["nextRunAtMs"] = current.state.next_run_at_ms
+        return entry
+
+    def reschedule(self, job: CronJob) -> None:
+        """A job was added, enabled or given a new schedule: compute its next run and re-arm."""
+        job.state.schedule_error_count = 0
+        if job.enabled:
+            recompute(job, self.clock())
+        else:
+            job.state.next_run_at_ms = None
+        self.poke()
+
+    def emit(self, event: dict[str, Any]) -> None:
+        if self.on_change is None:
+            return
+        try:
+            self.on_change(event)
+        except Exception:
+            log.exception("cron: change listener failed")

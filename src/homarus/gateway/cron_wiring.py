@@ -1,0 +1,247 @@
+"""Cron on the gateway: the real runner, delivery, events, and start/stop.
+
+* ``systemEvent`` jobs queue their text on the main session through ``gateway.wake`` (the
+  heartbeat handles it; ``wakeMode: now`` runs one at once).
+* ``agentTurn`` jobs run in ``agent:<agentId>:cron:<jobId>``, a fresh session id per run (the old
+  transcript is archived, so runs do not see each other), on the ``cron`` lane, journaled like
+  any accepted run. The prompt is prefixed ``[cron:<jobId> <name>]``.
+* Delivery of an isolated run's final text: ``announce`` (default) posts a short summary to the
+  main session through ``gateway.wake`` — never for a ``HEARTBEAT_OK``-only or silent reply;
+  ``webhook`` POSTs the finished-run event through the SSRF-guarded client; ``none`` does
+  nothing. A failed delivery fails the run unless ``delivery.bestEffort``.
+* Every change and run end is broadcast as a ``cron`` event (operator.read) and, for changes
+  and run ends, fires the ``cron_changed`` plugin hook.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from homarus.agents.runtime import RunRequest
+from homarus.config.cron import CronConfig
+from homarus.cron.models import AgentTurnPayload, CronJob, SystemEventPayload
+from homarus.cron.runlog import RunLog
+from homarus.cron.scheduler import DEFAULT_JOB_TIMEOUT_S, CronScheduler, RunResult
+from homarus.cron.service import CronService
+from homarus.cron.store import CronStore
+from homarus.errors import HomarusError, InvalidRequest
+from homarus.gateway.heartbeat import strip_token
+from homarus.gateway.methods.agent import run_and_finish, start_run
+from homarus.gateway.methods.sessions import emit_session_changed
+from homarus.plugins.events import CronChangedEvent
+from homarus.security.scopes import READ
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["CronRunner", "build_cron", "cron_config", "start_cron", "stop_cron"]
+
+log = logging.getLogger("homarus.cron")
+
+#: the runtime's own timeout ends a run first; the scheduler's backstop waits this much longer
+TIMEOUT_GRACE_S = 15.0
+ANNOUNCE_MAX_CHARS = 4000
+WEBHOOK_TIMEOUT_S = 10.0
+HOOKED_ACTIONS = frozenset({"added", "updated", "removed", "finished"})
+
+
+def cron_config(gateway: Gateway) -> CronConfig:
+    """``cron`` from the config (defaults while the section is not part of the schema)."""
+    section = getattr(gateway.config, "cron", None)
+    return section if isinstance(section, CronConfig) else CronConfig()
+
+
+class CronRunner:
+    """The scheduler's ``runner``: one job run against the gateway's services."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        #: session keys of agent turns in flight (aborted on shutdown)
+        self.active: set[str] = set()
+
+    async def __call__(self, job: CronJob) -> RunResult:
+        if isinstance(job.payload, SystemEventPayload):
+            await self.gateway.wake(
+                job.payload.text, mode=job.wake_mode, agent_id=job.agent_id, source=f"cron:{job.id}"
+            )
+            return RunResult("ok", delivery_status="not-requested")
+        return await self._agent_turn(job, job.payload)
+
+    async def _agent_turn(self, job: CronJob, payload: AgentTurnPayload) -> RunResult:
+        gw = self.gateway
+        agent_id = job.agent_id or gw.config.agents.default_id
+        key = gw.sessions.resolve_key(f"agent:{agent_id}:cron:{job.id}", agent_id)
+
+        def fresh_session() -> str:
+            if gw.sessions.get(key) is not None:
+                ref, _archived = gw.sessions.reset(key)
+            else:
+                ref = gw.sessions.ensure(key, label=f"cron: {job.name}"[:100])
+            return ref.entry.session_id
+
+        session_id = await asyncio.to_thread(fresh_session)
+        run_id = str(uuid.uuid4())
+        req = RunRequest(
+            run_id=run_id,
+            session_key=key,
+            message=f"[cron:{job.id} {job.name}] {payload.message}",
+            model=payload.model,
+            thinking=payload.thinking,
+            timeout_s=float(payload.timeout_seconds or DEFAULT_JOB_TIMEOUT_S),
+            lane="cron",
+            trigger="cron",
+        )
+        await start_run(gw, req, "cron", {"jobId": job.id, "message": req.message, "sessionKey": key.canonical})
+        emit_session_changed(gw, key, "create", runId=run_id)
+        self.active.add(key.canonical)
+        try:
+            outcome = await run_and_finish(gw, req, "cron")
+        finally:
+            self.active.discard(key.canonical)
+        details: dict[str, Any] = {"sessionKey": key.canonical, "sessionId": session_id, "runId": run_id}
+        if outcome.model:
+            details["model"] = outcome.model
+        summary = "" if outcome.silent else outcome.text
+        if outcome.status != "ok":
+            return RunResult(
+                "error", error=outcome.error or f"run {outcome.status}", summary=summary or None, details=details
+            )
+        result = RunResult("ok", summary=summary or None, details=details)
+        await self._deliver(job, agent_id, result, outcome.started_at, outcome.ended_at)
+        return result
+
+    async def _deliver(self, job: CronJob, agent_id: str, result: RunResult, started: int, ended: int) -> None:
+        mode = job.delivery_mode
+        if mode == "none":
+            result.delivery_status = "not-requested"
+            return
+        try:
+            if mode == "announce":
+                delivered = await self._announce(job, agent_id, result.summary or "")
+            else:
+                delivered = await self._webhook(job, result, started, ended)
+        except HomarusError as exc:
+            failure = exc.message
+        except Exception as exc:  # a delivery bug must not take the scheduler down
+            log.exception("cron job %s: delivery failed", job.id)
+            failure = f"{type(exc).__name__}: {exc}"
+        else:
+            result.delivery_status = "delivered" if delivered else "skipped"
+            result.details["delivered"] = delivered
+            return
+        result.delivery_status = "failed"
+        result.details["delivered"] = False
+        result.details["deliveryError"] = failure
+        if not (job.delivery is not None and job.delivery.best_effort):
+            result.status = "error"
+            result.error = f"delivery failed: {failure}"
+
+    async def _announce(self, job: CronJob, agent_id: str, summary: str) -> bool:
+        text, ack_only = strip_token(summary, 0)
+        if ack_only or not text.strip():
+            return False  # nothing worth telling: HEARTBEAT_OK-only, silent or empty
+        note = f"Cron job {job.name}: {text}"[:ANNOUNCE_MAX_CHARS]
+        await self.gateway.wake(note, mode=job.wake_mode, agent_id=agent_id, source=f"cron:{job.id}")
+        return True
+
+    async def _webhook(self, job: CronJob, result: RunResult, started: int, ended: int) -> bool:
+        assert job.delivery is not None and job.delivery.to is not None  # the model guarantees both
+        body = {
+            "jobId": job.id,
+            "jobName": job.name,
+            "action": "finished",
+            "status": result.status,
+            "summary": result.summary,
+            "runAtMs": started,
+            "durationMs": max(0, ended - started),
+            "ts": int(time.time() * 1000),
+            **{k: v for k, v in result.details.items() if k in ("sessionKey", "sessionId", "runId")},
+        }
+        headers = {"content-type": "application/json"}
+        token = cron_config(self.gateway).webhook_token
+        if token is not None:
+            headers["authorization"] = f"Bearer {token.get_secret_value()}"
+        response = await self.gateway.web_client.fetch(
+            job.delivery.to,
+            method="POST",
+            content=json.dumps(body).encode("utf-8"),
+            headers=headers,
+            max_bytes=64 * 1024,
+            timeout_s=WEBHOOK_TIMEOUT_S,
+            max_redirects=0,
+        )
+        if not 200 <= response.status < 300:
+            raise InvalidRequest(f"webhook answered HTTP {response.status}")
+        return True
+
+
+def _validator(gateway: Gateway) -> Any:
+    def validate(job: CronJob) -> None:
+        if job.agent_id is not None and job.agent_id not in gateway.sessions.agent_ids:
+            raise InvalidRequest(f'unknown agent id "{job.agent_id}"')
+        model = getattr(job.payload, "model", None)
+        if model:
+            gateway.models.resolve(model)  # an unknown model is refused now, not at 3 a.m.
+
+    return validate
+
+
+def build_cron(gateway: Gateway) -> CronService:
+    """The service with its store, run log and scheduler (nothing is read or started yet)."""
+    cfg = cron_config(gateway)
+    state = gateway.paths.state_dir
+    path = (state / Path(cfg.store).expanduser()) if cfg.store else state / "cron" / "jobs.json"
+    store = CronStore(path)
+    runlog = RunLog(path.parent / "runs", max_bytes=cfg.run_log.max_bytes, keep_lines=cfg.run_log.keep_lines)
+    service: CronService | None = None
+
+    def on_change(event: dict[str, Any]) -> None:
+        gateway.bus.broadcast("cron", event, guard=READ, droppable=True)
+        action = str(event.get("action"))
+        if action in HOOKED_ACTIONS and gateway.hooks.has("cron_changed") and service is not None:
+            job_id = str(event.get("jobId"))
+            current = service.store.jobs.get(job_id)
+            snapshot = current.to_json() if current is not None else {}
+            _ = gateway.spawn(gateway.hooks.void("cron_changed", CronChangedEvent(action, job_id, snapshot)))
+
+    scheduler = CronScheduler(
+        store,
+        CronRunner(gateway),
+        runlog=runlog,
+        max_concurrent=cfg.max_concurrent_runs,
+        timeout_grace_s=TIMEOUT_GRACE_S,
+        on_change=on_change,
+        enabled=cfg.enabled,
+    )
+    service = CronService(store, scheduler, runlog, validate_job=_validator(gateway))
+    return service
+
+
+async def start_cron(gateway: Gateway) -> CronService:
+    """Build the service, lend it to the tools (``services["cron"]``), load the jobs, arm the timer.
+
+    Jobs that were due while the gateway was down run once now (logged with ``catchUp``).
+    """
+    service = build_cron(gateway)
+    gateway.lanes.set_concurrency("cron", cron_config(gateway).max_concurrent_runs)
+    gateway.runtime.services["cron"] = service
+    await service.scheduler.start()
+    return service
+
+
+async def stop_cron(service: CronService | None) -> None:
+    """Stop the timer and abort agent turns in flight; they are recorded as interrupted and run
+    again on the next start."""
+    if service is None:
+        return
+    runner = service.scheduler.runner
+    if isinstance(runner, CronRunner):
+        for key in list(runner.active):
+            runner.gateway.runtime.abort(key, origin="shutdown")
+    await service.scheduler.stop()
