@@ -24,6 +24,7 @@ from homarus.config.agents import (
 from homarus.config.automation import HooksConfig
 from homarus.config.base import ConfigModel
 from homarus.config.cron import CronConfig
+from homarus.config.http_api import GatewayHttpConfig
 from homarus.config.models import ModelsConfig
 from homarus.config.observability import LoggingConfig
 from homarus.config.plugins import PluginsConfig
@@ -125,6 +126,7 @@ class GatewayConfig(ConfigModel):
     bind: str = "loopback"
     auth: AuthConfig = Field(default_factory=AuthConfig)
     tools: GatewayToolsConfig = Field(default_factory=GatewayToolsConfig)
+    http: GatewayHttpConfig = Field(default_factory=GatewayHttpConfig)
 
     @field_validator("bind")
     @classmethod

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["CORE_PATHS", "install_plugins", "plugin_routes", "run_command"]
 
 #: HTTP paths the gateway serves itself; a plugin route may not shadow them
-CORE_PATHS = ("/health", "/healthz", "/ready", "/readyz", "/tools/invoke", "/hooks", "/v1")
+CORE_PATHS = ("/health", "/healthz", "/ready", "/readyz", "/tools/invoke", "/hooks", "/v1", "/sessions")
 
 
 def install_plugins(gateway: Gateway, registry: PluginRegistry) -> None:

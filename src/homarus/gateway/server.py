@@ -17,7 +17,9 @@ from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
 from homarus.gateway.hooks_http import hooks_routes
 from homarus.gateway.http import build_asgi
+from homarus.gateway.openai_http import openai_routes
 from homarus.gateway.plugin_wiring import plugin_routes
+from homarus.gateway.session_http import session_routes
 from homarus.gateway.tools_http import tools_invoke_route
 from homarus.gateway.uvicorn_ws import protocol_class
 from homarus.protocol.limits import MAX_PAYLOAD_BYTES
@@ -54,7 +56,13 @@ def build_gateway(paths: StatePaths, options: GatewayOptions | None = None) -> G
 
 
 def _routes(gateway: Gateway) -> list[Route]:
-    return [tools_invoke_route(gateway), *hooks_routes(gateway), *plugin_routes(gateway, gateway.plugins)]
+    return [
+        tools_invoke_route(gateway),
+        *session_routes(gateway),
+        *openai_routes(gateway),
+        *hooks_routes(gateway),
+        *plugin_routes(gateway, gateway.plugins),
+    ]
 
 
 def make_server(gateway: Gateway, *, sock: socket.socket | None = None, log_level: str = "warning") -> GatewayServer:
