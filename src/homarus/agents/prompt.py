@@ -39,6 +39,8 @@ class PromptInputs:
     host: str
     os_name: str
     thinking: str | None = None
+    #: the ``## Skills`` section (``homarus.skills.prompt``); full mode only
+    skills: str | None = None
 
 
 _TOOL_CALL_STYLE = """## Tool Call Style
@@ -115,8 +117,8 @@ def _runtime(inputs: PromptInputs) -> str:
 
 
 def build_system_prompt(inputs: PromptInputs) -> str:
-    """Identity, Tooling, Tool Call Style, Safety, Workspace, Current Date & Time, Project Context,
-    Silent Replies (full mode only), Runtime, then the extra system prompt."""
+    """Identity, Tooling, Tool Call Style, Safety, Skills (full mode only), Workspace, Current Date & Time,
+    Project Context, Silent Replies (full mode only), Runtime, then the extra system prompt."""
     if inputs.mode == "none":
         return IDENTITY_LINE
     full = inputs.mode == "full"
@@ -125,6 +127,7 @@ def build_system_prompt(inputs: PromptInputs) -> str:
         _tooling(inputs.tools),
         _TOOL_CALL_STYLE,
         _SAFETY,
+        inputs.skills if full else None,
         f"## Workspace\nYour working directory is {inputs.workspace}. Use it for file work unless told otherwise.",
         f"## Current Date & Time\nTime zone: {inputs.timezone}" if inputs.timezone else None,
         _project_context(inputs.bootstrap),

@@ -272,6 +272,9 @@ class AgentRuntime:
             schema_tool = tool_schema_tool(tools)
             tools = {**tools, schema_tool.name: schema_tool}
         files = await self._bootstrap(key, ws, files)
+        skills = await asyncio.to_thread(
+            setup.skills_prompt, cfg, key, ws, self.state_dir, self.services.get("skill_dirs"), tools
+        )
         base_prompt = setup.system_prompt(
             cfg,
             key,
@@ -282,6 +285,7 @@ class AgentRuntime:
             extra=req.extra_system_prompt,
             thinking=req.thinking,
             files=files,
+            skills=skills.text if skills else None,
         )
         needs_history = any(
             self.hooks.has(h)
@@ -331,7 +335,9 @@ class AgentRuntime:
             candidates=candidates,
             system_prompt=changes.system_prompt,
             tools=tools,
-            make_tool_context=lambda call_id: self.tool_context(key, req.run_id, call_id, ws, active.abort),
+            make_tool_context=lambda call_id: self.tool_context(
+                key, req.run_id, call_id, ws, active.abort, skills.read_roots if skills else None
+            ),
             abort=active.abort,
             emit=stream_tap(self.raw_stream, req.run_id, translator.handle) if self.raw_stream else translator.handle,
             get_steering=active.take_steering,
@@ -479,12 +485,23 @@ class AgentRuntime:
         return [next(stored) if r is not None else None for r in rows]
 
     def tool_context(
-        self, key: SessionKey, run_id: str, call_id: str, workspace: Path, abort: asyncio.Event
+        self,
+        key: SessionKey,
+        run_id: str,
+        call_id: str,
+        workspace: Path,
+        abort: asyncio.Event,
+        skill_roots: frozenset[str] | None = None,
     ) -> ToolContext:
-        """A tool call's context; a sandboxed session's tools see the sandbox's workspace."""
+        """A tool call's context; a sandboxed session's tools see the sandbox's workspace.
+
+        ``skill_roots`` (the real dirs of the skills this run's prompt lists) is lent to the
+        file tools as ``services["skills"]``: ``read`` may open files inside them, nowhere else.
+        """
         view = self.sandbox_for(key) if self.sandbox_for is not None else None
         ws = view.root if view is not None else workspace
-        return ToolContext(key.canonical, key.agent_id, run_id, call_id, ws, abort, self.services, sandbox=view)
+        services = {**self.services, "skills": skill_roots} if skill_roots else self.services
+        return ToolContext(key.canonical, key.agent_id, run_id, call_id, ws, abort, services, sandbox=view)
 
     def workspace_dir(self, agent_id: str, cfg: HomarusConfig) -> Path:
         return setup.workspace_dir(agent_id, cfg, self.state_dir)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import platform
 import socket
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 from homarus.agents import prompt, workspace
@@ -13,8 +14,10 @@ from homarus.errors import InvalidRequest
 from homarus.messages import ToolSpec
 from homarus.providers.registry import BUILTIN_MODEL, ModelRegistry, ResolvedModel
 from homarus.sessions.keys import SessionKey
+from homarus.skills.catalog import PluginSkillDir, load_view
+from homarus.skills.prompt import SkillsPrompt
 
-__all__ = ["bootstrap_files", "model_chain", "system_prompt", "workspace_dir"]
+__all__ = ["bootstrap_files", "model_chain", "skills_prompt", "system_prompt", "workspace_dir"]
 
 log = logging.getLogger("homarus.agents")
 
@@ -75,6 +78,7 @@ def system_prompt(
     extra: str | None,
     thinking: str | None,
     files: list[workspace.BootstrapFile] | None = None,
+    skills: str | None = None,
 ) -> str:
     d = cfg.agents.defaults
     subagent = key.kind == "subagent"
@@ -95,5 +99,35 @@ def system_prompt(
             host=socket.gethostname(),
             os_name=platform.system(),
             thinking=thinking,
+            skills=skills,
         )
     )
+
+
+def skills_prompt(
+    cfg: HomarusConfig,
+    key: SessionKey,
+    ws: Path,
+    state_dir: Path,
+    plugin_dirs: Callable[[], Iterable[PluginSkillDir]] | None,
+    tool_names: Collection[str],
+) -> SkillsPrompt | None:
+    """The run's ``## Skills`` section and the skill dirs ``read`` may open; blocking file I/O.
+
+    None for sub-agents (their minimal prompt has no skills) and when ``read`` is not available
+    (a listed skill could not be opened). A failure here never fails the run.
+    """
+    if key.kind == "subagent" or "read" not in tool_names:
+        return None
+    try:
+        view = load_view(
+            cfg,
+            workspace=ws,
+            state_dir=state_dir,
+            agent_id=key.agent_id,
+            plugin_dirs=plugin_dirs() if plugin_dirs else (),
+        )
+        return view.prompt(cfg)
+    except Exception:
+        log.exception("skills: the skills section could not be built; the run goes on without it")
+        return None

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from homarus import __version__
 from homarus.cli.cron_cmd import add_cron_parser
 from homarus.cli.logs_cmd import add_logs_parser
+from homarus.cli.skills_cmd import add_skills_parser
 
 __all__ = ["build_parser", "main"]
 
@@ -94,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     plg_doc.add_argument("--json", action="store_true")
     add_logs_parser(sub)
     add_cron_parser(sub)
+    add_skills_parser(sub)
     return parser
 
 
@@ -112,6 +114,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from homarus.cli import commands
 
     try:
+        if args.command == "skills" and args.skills_command:
+            from homarus.cli.skills_cmd import run_skills
+            from homarus.config.loader import StatePaths
+
+            return run_skills(args, StatePaths.from_env())
         return commands.dispatch(args, parser)
     except KeyboardInterrupt:
         return 130

@@ -78,6 +78,7 @@ class AgentEntry(ConfigModel):
     model: ModelChoice | None = None
     #: this agent's own tool policy layer (narrows the global one)
     tools: AgentToolsConfig | None = None
+    skills: tuple[str, ...] | None = None  # skill names this agent may use (None: all)
 
 
 class SubagentDefaults(ConfigModel):

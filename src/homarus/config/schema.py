@@ -28,6 +28,7 @@ from homarus.config.http_api import GatewayHttpConfig
 from homarus.config.models import ModelsConfig
 from homarus.config.observability import LoggingConfig
 from homarus.config.plugins import PluginsConfig
+from homarus.config.skills import SkillsConfig
 from homarus.config.tools import ToolsConfig
 
 __all__ = [
@@ -166,6 +167,7 @@ class HomarusConfig(ConfigModel):
     hooks: HooksConfig = Field(default_factory=HooksConfig)
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
     cron: CronConfig = Field(default_factory=CronConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
 
     @model_validator(mode="after")
     def _hook_token_distinct(self) -> HomarusConfig:

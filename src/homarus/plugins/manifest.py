@@ -62,6 +62,8 @@ class PluginManifest(_ManifestModel):
     #: the module file, relative to the plugin directory (directory plugins only)
     entry: str = Field("plugin.py", min_length=1)
     contracts: PluginContracts = Field(default_factory=PluginContracts)
+    #: directories of skills (``<name>/SKILL.md``) the plugin ships, relative to the plugin directory
+    skills: tuple[str, ...] | None = None
 
     @property
     def display_name(self) -> str:

@@ -330,6 +330,26 @@ def file_root(ctx: ToolContext, path: str, *, write: bool) -> tuple[Path, str]:
     return view.root, in_mount(path, SANDBOX_MOUNT)
 
 
+def skill_root(ctx: ToolContext, path: str) -> tuple[Path, str] | None:
+    """(skill dir, path inside it) when ``path`` is an absolute path into a skill this run lists.
+
+    The runtime lends the real directories of the skills in the prompt as ``services["skills"]``.
+    Only an absolute path whose normalised form is inside one of them matches (``..`` cannot climb
+    out: it is collapsed before the check); the file is then opened with the skill dir as the
+    root, so the usual checks refuse symlinks or hard links that lead out of the skill. Read only:
+    ``write``/``edit`` never consult this.
+    """
+    roots = ctx.services.get("skills")
+    if not roots or not isinstance(path, str) or not path.startswith("/") or "\0" in path:
+        return None
+    target = os.path.normpath(path)
+    for root in roots:
+        base = root.rstrip("/") if isinstance(root, str) and root.startswith("/") else ""
+        if base and target.startswith(base + "/"):  # never "/" itself: that would open everything
+            return Path(base), os.path.relpath(target, base)
+    return None
+
+
 async def read(ctx: ToolContext, path: str, offset: int | None = None, limit: int | None = None) -> ToolResult:
     """Read a text file in the workspace; the path is relative to the workspace.
 
@@ -338,7 +358,7 @@ async def read(ctx: ToolContext, path: str, offset: int | None = None, limit: in
     line to start at, limit the number of lines. Binary files are described (type and size);
     small PNG/JPEG/GIF/WebP images are returned as images.
     """
-    return await _in_thread(_read_sync, *file_root(ctx, path, write=False), offset, limit)
+    return await _in_thread(_read_sync, *(skill_root(ctx, path) or file_root(ctx, path, write=False)), offset, limit)
 
 
 async def write(ctx: ToolContext, path: str, content: str) -> ToolResult:

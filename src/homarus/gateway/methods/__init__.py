@@ -14,6 +14,7 @@ from homarus.gateway.methods import (
     logs,
     plugins,
     sessions,
+    skills,
     status,
     tools,
 )
@@ -25,5 +26,5 @@ __all__ = ["register_core_methods"]
 
 
 def register_core_methods(gateway: Gateway) -> None:
-    for family in (health, status, config, sessions, agent, chat, plugins, tools, heartbeat, logs, cron):
+    for family in (health, status, config, sessions, agent, chat, plugins, tools, heartbeat, logs, cron, skills):
         family.register(gateway)
