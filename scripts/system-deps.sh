@@ -1,18 +1,36 @@
 #!/usr/bin/env bash
-# System packages Homarus uses: bubblewrap (the Linux sandbox for exec). Installed with apt when we
-# are root and it is missing; otherwise a hint is printed and the sandbox reports itself unavailable.
+# System packages Homarus uses: bubblewrap (the Linux sandbox for exec), python3.11-doc (the
+# reST sources of the Python docs, the data of bench/memory_retrieval_bench.py), and chromium (the
+# headless browser of the Control UI tests in tests/webui; never needed at run time). Installed with apt
+# when we are root and they are missing; otherwise a hint is printed and the feature reports itself
+# unavailable.
 set -u
-if command -v bwrap >/dev/null 2>&1; then
+missing=()
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+[ -d /usr/share/doc/python3.11/html/_sources/faq ] || missing+=(python3.11-doc)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null 2>&1 || true
-  if apt-get install -y -qq bubblewrap >/dev/null 2>&1; then
-    echo "installed bubblewrap ($(bwrap --version))"
-    exit 0
-  fi
+  for pkg in "${missing[@]}"; do
+    if apt-get install -y -qq "$pkg" >/dev/null 2>&1; then
+      echo "installed $pkg"
+    fi
+  done
 fi
-echo "note: bubblewrap (bwrap) is not installed; sandboxed exec will be unavailable." \
-     "Install it with: sudo apt-get install bubblewrap" >&2
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "note: bubblewrap (bwrap) is not installed; sandboxed exec will be unavailable." \
+       "Install it with: sudo apt-get install bubblewrap" >&2
+fi
+if [ ! -d /usr/share/doc/python3.11/html/_sources/faq ]; then
+  echo "note: python3.11-doc is not installed; bench/memory_retrieval_bench.py has no data." \
+       "Install it with: sudo apt-get install python3.11-doc" >&2
+fi
+if [ ! -x /usr/bin/chromium ]; then
+  echo "note: chromium is not installed; the browser tests of the Control UI (tests/webui) will be skipped." \
+       "Install it with: sudo apt-get install chromium" >&2
+fi
 exit 0

@@ -23,6 +23,7 @@ from homarus.config.agents import (
 )
 from homarus.config.automation import HooksConfig
 from homarus.config.base import ConfigModel
+from homarus.config.control_ui import ControlUiConfig
 from homarus.config.cron import CronConfig
 from homarus.config.http_api import GatewayHttpConfig
 from homarus.config.models import ModelsConfig
@@ -127,6 +128,7 @@ class GatewayConfig(ConfigModel):
     bind: str = "loopback"
     auth: AuthConfig = Field(default_factory=AuthConfig)
     tools: GatewayToolsConfig = Field(default_factory=GatewayToolsConfig)
+    control_ui: ControlUiConfig = Field(default_factory=ControlUiConfig)
     http: GatewayHttpConfig = Field(default_factory=GatewayHttpConfig)
 
     @field_validator("bind")

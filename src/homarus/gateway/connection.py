@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from homarus.config.schema import is_loopback_host
 from homarus.errors import HomarusError, Unavailable
 from homarus.gateway.errors import error_shape
 from homarus.gateway.outbox import Outbox
@@ -19,6 +20,7 @@ from homarus.gateway.uvicorn_ws import MAX_SIZE_EXTENSION
 from homarus.protocol.frames import ErrorShape, FrameError, decode_request, error_response, ok_response
 from homarus.protocol.handshake import Close, ConnectRequest, Rejected, ServerHandshake
 from homarus.protocol.limits import MAX_PAYLOAD_BYTES, CloseCode
+from homarus.security.origin import ORIGIN_NOT_ALLOWED, check_origin
 
 if TYPE_CHECKING:
     from homarus.gateway.app import Gateway
@@ -141,6 +143,10 @@ class WSConnection:
         if isinstance(outcome, Rejected):
             self._reject(outcome)
             return False
+        refused = self._origin_refusal()
+        if refused is not None:
+            self._reject(hs.reject(refused))
+            return False
         decision = self.gateway.authenticate(outcome, self.ip, hs.nonce)
         if isinstance(decision, ErrorShape):
             self._reject(hs.reject(decision))
@@ -151,6 +157,21 @@ class WSConnection:
             ext["set"](MAX_PAYLOAD_BYTES)
         self.push(orjson.dumps(hs.accept(self.gateway.hello(self.info)).response).decode())
         return True
+
+    def _origin_refusal(self) -> ErrorShape | None:
+        """Check h: a browser page may connect only from the gateway's own origin or an allowed one."""
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in self.scope.get("headers", [])}
+        allowed = self.gateway.config.gateway.control_ui.allowed_origins
+        loopback = is_loopback_host(self.gateway.host)
+        refusal = check_origin(headers.get("origin"), headers.get("host"), allowed, loopback_only=loopback)
+        if refusal is None:
+            return None
+        log.warning("refused a browser socket from origin %r (%s)", refusal.origin, refusal.reason)
+        return ErrorShape(
+            code="INVALID_REQUEST",
+            message=ORIGIN_NOT_ALLOWED,
+            details={"code": "CONTROL_UI_ORIGIN_NOT_ALLOWED", "reason": refusal.reason},
+        )
 
     def _client_info(self, req: ConnectRequest, scopes: frozenset[str]) -> ClientInfo:
         c = req.params.client

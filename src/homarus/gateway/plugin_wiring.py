@@ -25,7 +25,18 @@ if TYPE_CHECKING:
 __all__ = ["CORE_PATHS", "install_plugins", "plugin_routes", "run_command"]
 
 #: HTTP paths the gateway serves itself; a plugin route may not shadow them
-CORE_PATHS = ("/health", "/healthz", "/ready", "/readyz", "/tools/invoke", "/hooks", "/v1", "/sessions")
+CORE_PATHS = (
+    "/health",
+    "/healthz",
+    "/ready",
+    "/readyz",
+    "/tools/invoke",
+    "/hooks",
+    "/v1",
+    "/sessions",
+    "/assets",
+    "/__homarus",
+)
 
 
 def install_plugins(gateway: Gateway, registry: PluginRegistry) -> None:
@@ -70,7 +81,10 @@ def install_plugins(gateway: Gateway, registry: PluginRegistry) -> None:
 def plugin_routes(gateway: Gateway, registry: PluginRegistry) -> list[Route]:
     routes: list[Route] = []
     for route in registry.routes:
-        if any(route.path == p or route.path.startswith(p + "/") or p.startswith(route.path + "/") for p in CORE_PATHS):
+        root = route.path.rstrip("/") == ""  # would shadow the control UI and everything else
+        if root or any(
+            route.path == p or route.path.startswith(p + "/") or p.startswith(route.path + "/") for p in CORE_PATHS
+        ):
             registry.diagnose(
                 "error", f"HTTP route {route.path} clashes with a gateway path; refused", plugin_id=route.plugin_id
             )

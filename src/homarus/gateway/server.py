@@ -15,6 +15,7 @@ from uvicorn.server import Server as UvicornServer
 from homarus.config.loader import StatePaths
 from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
+from homarus.gateway.control_ui import control_ui_routes
 from homarus.gateway.hooks_http import hooks_routes
 from homarus.gateway.http import build_asgi
 from homarus.gateway.openai_http import openai_routes
@@ -62,6 +63,7 @@ def _routes(gateway: Gateway) -> list[Route]:
         *openai_routes(gateway),
         *hooks_routes(gateway),
         *plugin_routes(gateway, gateway.plugins),
+        *control_ui_routes(gateway),  # its catch-all GET must stay last
     ]
 
 

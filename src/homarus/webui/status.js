@@ -1,0 +1,164 @@
+// The status page: health, version, model, uptime, connections, plugins and their diagnostics,
+// cron jobs. Methods this gateway does not have (or this token may not call) show as "not
+// available" instead of failing the page.
+
+import { clear, duration, h, relTime } from "./dom.js";
+
+function unavailable(err) {
+  if (/unknown method/i.test(err.message)) return "Not available on this gateway.";
+  if (/missing scope/i.test(err.message)) return `Not available with this token (${err.message}).`;
+  return `Could not load: ${err.message}`;
+}
+
+function card(title, ...body) {
+  return h("section.card", { "data-card": title.toLowerCase() }, h("h3", null, title), ...body);
+}
+
+function kv(rows) {
+  return h("dl.kv", null, rows.filter(([, v]) => v !== undefined && v !== null && v !== "").map(([k, v]) => [h("dt", null, k), h("dd", null, v)]));
+}
+
+function table(headers, rows) {
+  return h("div.table-wrap", null, h("table.data", null,
+    h("thead", null, h("tr", null, headers.map((x) => h("th", null, x)))),
+    h("tbody", null, rows.map((r) => h("tr", null, r.map((c) => h("td", null, c)))))));
+}
+
+function modelName(config) {
+  const model = config?.agents?.defaults?.model;
+  if (!model) return undefined;
+  if (typeof model === "string") return model;
+  const fallbacks = Array.isArray(model.fallbacks) && model.fallbacks.length ? ` (fallbacks: ${model.fallbacks.join(", ")})` : "";
+  return model.primary ? model.primary + fallbacks : undefined;
+}
+
+function schedule(s) {
+  if (!s) return "";
+  if (s.kind === "every") return `every ${duration(s.everyMs)}`;
+  if (s.kind === "at") return `at ${new Date(typeof s.at === "number" ? s.at : s.at).toLocaleString()}`;
+  if (s.kind === "cron") return `cron ${s.expr}${s.tz ? ` (${s.tz})` : ""}`;
+  return JSON.stringify(s);
+}
+
+function when(ms) {
+  if (!ms) return "—";
+  const d = new Date(ms);
+  return ms > Date.now() ? `${d.toLocaleString()}` : `${relTime(ms)}`;
+}
+
+export class StatusView {
+  constructor(app) {
+    this.app = app;
+    this.grid = document.getElementById("status-grid");
+    this.uptimeBase = null;
+    document.getElementById("status-refresh").addEventListener("click", () => this.refresh());
+    setInterval(() => this.tickUptime(), 1000);
+  }
+
+  async call(method, params = {}) {
+    try {
+      return { ok: true, value: await this.app.client.request(method, params) };
+    } catch (err) {
+      return { ok: false, error: err };
+    }
+  }
+
+  tickUptime() {
+    const el = this.grid.querySelector("[data-uptime]");
+    if (el && this.uptimeBase) el.textContent = duration(this.uptimeBase.ms + (Date.now() - this.uptimeBase.at));
+  }
+
+  async refresh() {
+    if (!this.app.client?.connected) return;
+    const [health, status, config, plugins, cron, sessions] = await Promise.all([
+      this.call("health", {}),
+      this.call("status", {}),
+      this.call("config.get", {}),
+      this.call("plugins.list", {}),
+      this.call("cron.list", { includeDisabled: true, limit: 50 }),
+      this.call("sessions.list", {}),
+    ]);
+    // counted from the session stores themselves (the health summary may not count them)
+    const perAgent = new Map();
+    for (const row of sessions.ok ? sessions.value.sessions || [] : []) {
+      const agent = row.agentId || row.key.split(":")[1];
+      perAgent.set(agent, (perAgent.get(agent) || 0) + 1);
+    }
+    this.sessionCounts = sessions.ok ? perAgent : null;
+    clear(this.grid);
+    this.grid.append(this.gatewayCard(health, status, config));
+    this.grid.append(this.healthCard(health));
+    this.grid.append(this.pluginsCard(plugins));
+    this.grid.append(this.cronCard(cron));
+    this.tickUptime();
+  }
+
+  gatewayCard(health, status, config) {
+    const hello = this.app.client.hello || {};
+    const s = status.ok ? status.value : {};
+    const gw = s.gateway || {};
+    const uptime = h("span", { "data-uptime": "" });
+    if (s.uptimeMs !== undefined) this.uptimeBase = { ms: s.uptimeMs, at: Date.now() };
+    else this.uptimeBase = null;
+    const model = config.ok ? modelName(config.value?.config) : undefined;
+    return card("Gateway",
+      status.ok ? null : h("p.error-text", null, unavailable(status.error)),
+      kv([
+        ["Version", s.runtimeVersion || hello.server?.version],
+        ["Uptime", s.uptimeMs !== undefined ? uptime : undefined],
+        ["Model", model || (config.ok ? "not configured (echo)" : "— (needs operator.admin)")],
+        ["Protocol", hello.protocol],
+        ["Connections", s.connections ? `${s.connections.count} (${s.connections.presence} in presence)` : undefined],
+        ["Sessions", this.sessionCounts ? [...this.sessionCounts.values()].reduce((a, b) => a + b, 0) : s.sessions?.count],
+        ["Listening", gw.bind ? `${gw.bind}:${gw.port ?? location.port}` : undefined],
+        ["Auth mode", gw.authMode],
+        ["Process", gw.pid ? `pid ${gw.pid}, Python ${gw.python}` : undefined],
+        ["State directory", gw.stateDir],
+        ["Event seq", s.events?.seq],
+      ]));
+  }
+
+  healthCard(health) {
+    if (!health.ok) return card("Health", h("p.error-text", null, unavailable(health.error)));
+    const v = health.value;
+    const count = (a) => this.sessionCounts?.get(a.agentId) ?? a.sessions?.count ?? 0;
+    const agents = (v.agents || []).map((a) => [a.agentId + (a.isDefault ? " (default)" : ""), String(count(a))]);
+    return card("Health",
+      h("p", null, h("span", { class: v.ok ? "pill ok" : "pill bad" }, v.ok ? "healthy" : "unhealthy"),
+        h("span.muted.small", null, ` checked ${relTime(v.ts)}, ${v.durationMs ?? "?"} ms`)),
+      agents.length ? table(["Agent", "Sessions"], agents) : null);
+  }
+
+  pluginsCard(plugins) {
+    if (!plugins.ok) return card("Plugins", h("p.muted", null, unavailable(plugins.error)));
+    const list = plugins.value?.plugins || [];
+    const diags = plugins.value?.diagnostics || [];
+    return card("Plugins",
+      list.length
+        ? table(["Plugin", "Version", "Origin", "Status"], list.map((p) => [
+          h("span", { title: p.description || "" }, p.name || p.id),
+          p.version || "—",
+          p.origin || "",
+          h("span", { class: `pill ${p.status === "loaded" || p.status === "enabled" ? "ok" : p.status === "error" ? "bad" : ""}` },
+            p.status + (p.reason ? `: ${p.reason}` : "")),
+        ]))
+        : h("p.muted", null, "No plugins."),
+      diags.length
+        ? h("div", null, h("h4", null, "Diagnostics"), h("ul.diagnostics", null, diags.map((d) =>
+          h("li", { class: `diag ${d.level}` }, h("span.pill", { class: d.level === "error" ? "bad" : "warn" }, d.level),
+            " ", d.pluginId ? h("strong", null, `[${d.pluginId}] `) : null, d.message))))
+        : null);
+  }
+
+  cronCard(cron) {
+    if (!cron.ok) return card("Cron jobs", h("p.muted", null, unavailable(cron.error)));
+    const jobs = cron.value?.jobs || [];
+    if (!jobs.length) return card("Cron jobs", h("p.muted", null, "No scheduled jobs."));
+    return card("Cron jobs", table(["Job", "Schedule", "Next run", "Last run"], jobs.map((j) => [
+      h("span", { class: j.enabled === false ? "muted" : "" }, j.name || j.id, j.enabled === false ? " (disabled)" : ""),
+      schedule(j.schedule),
+      when(j.state?.nextRunAtMs),
+      j.state?.lastRunAtMs ? `${relTime(j.state.lastRunAtMs)} · ${j.state.lastStatus || j.state.lastRunStatus || "?"}${j.state.lastError ? `: ${j.state.lastError}` : ""}` : "never",
+    ])));
+  }
+}
