@@ -335,7 +335,9 @@ def test_probe_wrong_method_is_405(shared: SharedGateway, method: str) -> None:
 
 
 def test_unknown_path_is_404(shared: SharedGateway) -> None:
-    r = httpx.get(shared.gw.http + "/no/such/path", timeout=5)
+    page = httpx.get(shared.gw.http + "/no/such/path", timeout=5)  # a GET is the Control UI's page
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    r = httpx.post(shared.gw.http + "/no/such/path", timeout=5)
     assert r.status_code == 404
     assert r.text == "Not Found"
     assert r.headers["content-type"].startswith("text/plain")
