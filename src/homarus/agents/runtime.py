@@ -99,6 +99,10 @@ class AgentRuntime:
         self.spawn: Callable[[Coroutine[Any, Any, Any]], Any] = spawn or _background
         #: (session key, provider, model) → the tool names the session may use; None = all
         self.tool_filter: Callable[[SessionKey, str | None, str | None], set[str]] | None = None
+        #: the agent's memory manager (lent to tools as ``services["memory"]``); None: no memory
+        self.memory_for: Callable[[str], Any] | None = None
+        #: a session's run is starting (memory syncs in the background on a session's first run)
+        self.on_session_run: Callable[[SessionKey], None] | None = None
         #: where run records go (None: no audit trail)
         self.audit: AuditSink | None = None
         #: where provider stream events go (None: not recorded; ``logging.rawStream``)
@@ -190,6 +194,11 @@ class AgentRuntime:
         key = req.session_key
         active = ActiveRun(req.run_id, key.canonical)
         self.runs.start(active)
+        if self.on_session_run is not None:
+            try:
+                self.on_session_run(key)
+            except Exception:  # memory is an aid: it never stops a run
+                log.exception("session-start hook failed for %s", key.canonical)
         translator = EventTranslator(req.run_id, key.canonical, self.on_event, verbose=False)
         timeout = req.timeout_s or float(cfg.agents.defaults.timeout_seconds)
         timer = asyncio.get_running_loop().call_later(timeout, self._time_out, active)
@@ -501,6 +510,8 @@ class AgentRuntime:
         view = self.sandbox_for(key) if self.sandbox_for is not None else None
         ws = view.root if view is not None else workspace
         services = {**self.services, "skills": skill_roots} if skill_roots else self.services
+        if self.memory_for is not None:
+            services = {**services, "memory": self.memory_for(key.agent_id)}
         return ToolContext(key.canonical, key.agent_id, run_id, call_id, ws, abort, services, sandbox=view)
 
     def workspace_dir(self, agent_id: str, cfg: HomarusConfig) -> Path:

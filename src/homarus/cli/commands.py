@@ -57,6 +57,10 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             from homarus.cli.cron_cmd import run_cron
 
             return run_cron(args, paths)
+        elif args.command == "memory" and args.memory_command:
+            from homarus.cli.memory_cmd import run_memory
+
+            return run_memory(args, paths)
         elif args.command == "logs":
             from homarus.cli.logs_cmd import run_logs
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from homarus import __version__
 from homarus.cli.cron_cmd import add_cron_parser
 from homarus.cli.logs_cmd import add_logs_parser
+from homarus.cli.memory_cmd import add_memory_parser
 from homarus.cli.skills_cmd import add_skills_parser
 
 __all__ = ["build_parser", "main"]
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
     plg_doc.add_argument("--json", action="store_true")
     add_logs_parser(sub)
     add_cron_parser(sub)
+    add_memory_parser(sub)
     add_skills_parser(sub)
     return parser
 

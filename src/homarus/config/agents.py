@@ -8,6 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from homarus.config.automation import HeartbeatConfig
 from homarus.config.base import ConfigModel
+from homarus.config.memory import MemorySearchConfig
 from homarus.config.sandbox import SandboxConfig
 from homarus.config.tools import AgentToolsConfig
 
@@ -103,6 +104,7 @@ class AgentsDefaults(ConfigModel):
     max_concurrent: int = Field(4, ge=1, le=256)
     subagents: SubagentDefaults = Field(default_factory=SubagentDefaults)
     heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
+    memory_search: MemorySearchConfig = Field(default_factory=MemorySearchConfig)
 
 
 class AgentsConfig(ConfigModel):

@@ -27,6 +27,7 @@ from homarus.gateway.events import EventBus
 from homarus.gateway.exec_wiring import build_exec, build_sandboxes, sandbox_view
 from homarus.gateway.heartbeat import Heartbeats, WakeMode
 from homarus.gateway.hooks_http import resume_hook_runs
+from homarus.gateway.memory_wiring import MemoryHub
 from homarus.gateway.methods import approvals, exec_approvals
 from homarus.gateway.plugin_wiring import install_plugins
 from homarus.gateway.policy import policy_inputs
@@ -59,6 +60,7 @@ from homarus.tools.base import ToolRegistry
 from homarus.tools.cron_tool import cron_tool
 from homarus.tools.exec import make_exec_tools
 from homarus.tools.files import file_tools
+from homarus.tools.memory_tools import memory_tools
 from homarus.tools.session_tools import session_tools
 from homarus.tools.subagents import subagent_tools
 from homarus.tools.web import WebSettings, guarded_client_for, make_web_tools
@@ -167,6 +169,7 @@ class Gateway:
             *make_web_tools(web_settings, self.web_client),
             *make_exec_tools(exec_policy, self.exec_backend),
             cron_tool(),
+            *memory_tools(),
         ):
             self.tools.register(tool)
         for tool in subagent_tools(max_spawn_depth=lambda: self.tool_policy().inputs.max_spawn_depth):
@@ -190,6 +193,9 @@ class Gateway:
         )
         self.runtime.services["runtime"] = self.runtime
         self.heartbeats = Heartbeats(self)
+        self.memory = MemoryHub(self)
+        self.runtime.memory_for = self.memory.for_agent
+        self.runtime.on_session_run = lambda key: self.memory.session_started(key.agent_id, key.canonical)
         self.audit_log, self.raw_stream_log = self._build_logs()
         self.runtime.sandbox_for = lambda key: sandbox_view(self.sandboxes, key, self.config.session.main_key)
         self.runtime.services["hooks"] = self.hooks
@@ -610,6 +616,7 @@ class Gateway:
         await self.web_client.aclose()
         await self.exec_backend.aclose()
         await self.sandboxes.aclose()
+        await self.memory.aclose()
         self.audit_log.close()
         self.raw_stream_log.close()
 

@@ -1,0 +1,75 @@
+"""Memory at the gateway: one :class:`MemoryManager` per agent, made on first use.
+
+Nothing heavy happens at gateway start: the manager (SQLite file, the embedding provider chain,
+the ``watchfiles`` watcher) is created the first time an agent runs, and the local embedding model
+loads on the first embedding. A run's tools get their agent's manager as
+``ToolContext.services["memory"]``; a session's first run starts a background sync
+(``sync.onSessionStart``). ``agents.defaults.memorySearch.enabled: false`` gives no manager, and the
+memory tools then say memory is disabled.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import TYPE_CHECKING
+
+from homarus.memory.chain import build_embedding_provider
+from homarus.memory.embedding import EmbeddingProvider
+from homarus.memory.manager import MemoryManager, embedding_settings
+
+if TYPE_CHECKING:
+    from homarus.gateway.app import Gateway
+
+__all__ = ["MemoryHub"]
+
+log = logging.getLogger("homarus.memory")
+
+
+class MemoryHub:
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self._managers: dict[str, MemoryManager] = {}
+        self._providers: list[EmbeddingProvider] = []
+        self._closed = False
+
+    def for_agent(self, agent_id: str) -> MemoryManager | None:
+        """The agent's memory (created on first call), or None when memory is off or closed."""
+        cfg = self.gateway.config.agents.defaults.memory_search
+        if not cfg.enabled or self._closed:
+            return None
+        manager = self._managers.get(agent_id)
+        if manager is None:
+            provider, reason = build_embedding_provider(embedding_settings(cfg), dict(os.environ))
+            if provider is not None:
+                self._providers.append(provider)
+            else:
+                log.info("memory for agent %s: keyword search only (%s)", agent_id, reason)
+            manager = MemoryManager.from_config(
+                agent_id=agent_id,
+                workspace=self.gateway.runtime.workspace_dir(agent_id, self.gateway.config),
+                state_dir=self.gateway.paths.state_dir,
+                config=cfg,
+                provider=provider,
+                provider_reason=reason,
+            )
+            manager.start_watching()
+            self._managers[agent_id] = manager
+        return manager
+
+    def session_started(self, agent_id: str, session_key: str) -> None:
+        manager = self.for_agent(agent_id)
+        if manager is not None:
+            manager.warm_session(session_key)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        managers, self._managers = dict(self._managers), {}
+        for agent_id, manager in managers.items():
+            try:
+                await manager.aclose()
+            except Exception:
+                log.exception("closing memory of agent %s failed", agent_id)
+        for provider in self._providers:
+            await provider.aclose()
+        self._providers.clear()

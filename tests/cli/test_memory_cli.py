@@ -1,0 +1,36 @@
+"""`homarus memory index|status|search` on a state dir, without a gateway."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def _cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOMARUS_STATE_DIR": str(state)}
+    env.pop("HOMARUS_CONFIG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "homarus", "memory", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_index_status_search(tmp_path: Path) -> None:
+    state, ws = tmp_path / "state", tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    state.mkdir()
+    (ws / "MEMORY.md").write_text("# Me\n\nI keep bees on the roof.\n")
+    (ws / "memory" / "2026-11-21.md").write_text("Harvested 4 kg of honey.\n")
+    config = {"agents": {"defaults": {"workspace": str(ws), "memorySearch": {"provider": "none"}}}}
+    (state / "homarus.json").write_text(json.dumps(config))
+    index = _cli(state, "index")
+    assert index.returncode == 0, index.stderr
+    assert json.loads(index.stdout)["filesIndexed"] == 2
+    status = _cli(state, "status")
+    assert status.returncode == 0 and json.loads(status.stdout)["files"] == 2
+    found = _cli(state, "search", "honey harvest")
+    assert found.returncode == 0 and "memory/2026-11-21.md" in found.stdout and "fts-only" in found.stdout
+    bad = _cli(state, "search")
+    assert bad.returncode == 2  # argparse: the query is required

@@ -1,0 +1,75 @@
+"""Memory through the gateway: a model's memory_search/memory_get over the agent's Markdown memory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from homarus.providers.scripted import Reply, ScriptedProvider
+from tests.conftest import TEST_TOKEN, run_gateway
+from tests.wsclient import open_client
+
+
+def _config(workspace: Path, **memory: Any) -> dict[str, Any]:
+    return {
+        "models": {"providers": {"test": {"api": "scripted", "models": [{"id": "m"}]}}},
+        "agents": {
+            "defaults": {
+                "model": {"primary": "test/m"},
+                "workspace": str(workspace),
+                "heartbeat": {"every": "0m"},
+                "memorySearch": memory,
+            }
+        },
+    }
+
+
+async def _tool_results(tmp_path: Path, config: dict[str, Any], calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    with run_gateway(tmp_path / "gw", config=config) as gw:
+        gw.gateway.models.overrides["test"] = ScriptedProvider([Reply("", tool_calls=calls), Reply("done")])
+        c = await open_client(gw.url)
+        assert (await c.handshake(TEST_TOKEN, caps=["tool-events"]))["ok"]
+        assert (await c.request("agent", {"message": "what do I drink?", "idempotencyKey": "k"}))["ok"]
+        assert (await c.request("agent.wait", {"runId": "k", "timeoutMs": 60_000}, timeout=70))["ok"]
+        return [
+            e["payload"]["data"]
+            for e in c.events
+            if e["event"] == "agent" and e["payload"]["stream"] == "tool" and e["payload"]["data"]["phase"] == "result"
+        ]
+
+
+def _workspace(tmp_path: Path) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "memory").mkdir(parents=True)
+    (ws / "MEMORY.md").write_text("# Preferences\n\nThe user drinks oolong tea, never coffee.\n")
+    (ws / "memory" / "2026-11-20.md").write_text("# 2026-11-20\n\nBooked the dentist for December 3rd.\n")
+    (ws / "secret.txt").write_text("not memory\n")
+    return ws
+
+
+@pytest.mark.parametrize("provider", ["none", "auto"])
+async def test_search_and_get_through_a_run(tmp_path: Path, provider: str) -> None:
+    ws = _workspace(tmp_path)
+    calls = [
+        ("memory_search", {"query": "oolong tea"}),
+        ("memory_get", {"path": "memory/2026-11-20.md"}),
+        ("memory_get", {"path": "secret.txt"}),
+    ]
+    search, get, refused = await _tool_results(tmp_path, _config(ws, provider=provider), calls)
+    found = json.loads(search["result"])
+    assert found["results"] and found["results"][0]["path"] == "MEMORY.md", json.dumps(found)
+    assert "oolong" in found["results"][0]["snippet"]
+    if provider == "none":
+        assert found["mode"] == "fts-only"
+    assert "dentist" in get["result"]
+    assert refused["isError"] and "not memory" not in refused["result"]
+
+
+async def test_disabled_memory_says_so(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    (result,) = await _tool_results(tmp_path, _config(ws, enabled=False), [("memory_search", {"query": "tea"})])
+    payload = json.loads(result["result"])
+    assert payload["disabled"] is True and payload["results"] == []
