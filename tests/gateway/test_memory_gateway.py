@@ -73,3 +73,22 @@ async def test_disabled_memory_says_so(tmp_path: Path) -> None:
     (result,) = await _tool_results(tmp_path, _config(ws, enabled=False), [("memory_search", {"query": "tea"})])
     payload = json.loads(result["result"])
     assert payload["disabled"] is True and payload["results"] == []
+
+
+async def test_status_and_search_methods(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    with run_gateway(tmp_path / "gw", config=_config(ws, provider="none")) as gw:
+        c = await open_client(gw.url)
+        assert (await c.handshake(TEST_TOKEN, ["operator.read"]))["ok"]
+        found = await c.request("memory.search", {"query": "dentist December"}, timeout=30)
+        assert found["ok"] and found["payload"]["results"][0]["path"] == "memory/2026-11-20.md"
+        status = await c.request("memory.status", {}, timeout=30)
+        assert status["ok"] and status["payload"]["files"] == 2, status
+        bad = await c.request("memory.status", {"agentId": "nobody"})
+        assert not bad["ok"] and "unknown agent" in bad["error"]["message"]
+        assert not (await c.request("memory.search", {"query": ""}))["ok"]
+    with run_gateway(tmp_path / "off", config=_config(ws, enabled=False)) as gw:
+        c = await open_client(gw.url)
+        assert (await c.handshake(TEST_TOKEN))["ok"]
+        off = await c.request("memory.status", {})
+        assert not off["ok"] and "disabled" in off["error"]["message"]

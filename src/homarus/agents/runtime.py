@@ -29,6 +29,7 @@ from homarus.agents.raw_stream import stream_tap
 from homarus.agents.runs import ActiveRun, RunOutcome, RunRegistry
 from homarus.agents.stream import EventTranslator
 from homarus.audit.trail import AuditSink, RunAudit
+from homarus.config.agents import CompactionConfig
 from homarus.config.schema import HomarusConfig
 from homarus.errors import HomarusError, Unavailable
 from homarus.messages import AssistantMessage, ImageContent, Message, TextContent, UserMessage
@@ -46,6 +47,14 @@ __all__ = ["AgentRuntime", "QueueMode", "RunRequest"]
 
 log = logging.getLogger("homarus.agents")
 QueueMode = Literal["steer", "followup", "collect", "interrupt"]
+MEMORY_FLUSH_TRIGGER = "memory-flush"
+#: the silent turn before compaction (the reference's wording: store what must survive, else NO_REPLY)
+MEMORY_FLUSH_PROMPT = (
+    "Pre-compaction memory flush: the older part of this conversation is about to be summarised. "
+    "Store durable memories now — decisions, facts about the user, open tasks — by appending them to "
+    "memory/{day}.md in the workspace (create memory/ if needed; keep what is already there). "
+    "If nothing needs storing, reply with NO_REPLY only."
+)
 EventSink = Callable[[dict[str, Any]], None]
 
 
@@ -394,12 +403,42 @@ class AgentRuntime:
         if outcome.status == "ok" and d.compaction.enabled:
             window = candidates[0].info.context_window
             tokens = compaction.context_tokens(result.history)
+            if await self._memory_flush_scheduled(req, d.compaction, tokens, window):
+                return outcome  # the flush turn runs next and compacts after writing its notes
             if compaction.should_compact(tokens, window, d.compaction.reserve_tokens_floor):
                 try:
                     await compactor.compact(result.history, will_retry=False)
                 except HomarusError as exc:
                     log.warning("threshold compaction of %s failed: %s", key, exc.message)
         return outcome
+
+    async def _memory_flush_scheduled(self, req: RunRequest, cfg: CompactionConfig, tokens: int, window: int) -> bool:
+        """Queue the silent pre-compaction memory flush turn when it is due (once per compaction cycle)."""
+        flush = cfg.memory_flush
+        if not flush.enabled or req.trigger == MEMORY_FLUSH_TRIGGER or req.session_key.subagent_depth:
+            return False
+        if not compaction.memory_flush_due(tokens, window, cfg.reserve_tokens_floor, flush.soft_threshold_tokens):
+            return False
+        key = req.session_key
+        ref = await asyncio.to_thread(self.sessions.get, key)
+        if ref is None:
+            return False
+        cycle = ref.entry.compaction_count or 0
+        if ref.entry.memory_flush_compaction_count == cycle:
+            return False  # already flushed since the last compaction
+        changes = {"memoryFlushCompactionCount": cycle, "memoryFlushAt": _now_ms()}
+        await asyncio.to_thread(self.sessions.update_entry, key, changes, touch=False)
+        day = time.strftime("%Y-%m-%d", time.localtime())
+        flush_req = RunRequest(
+            run_id=f"memory-flush-{req.run_id}",
+            session_key=key,
+            message=MEMORY_FLUSH_PROMPT.format(day=day),
+            trigger=MEMORY_FLUSH_TRIGGER,
+            queue_mode="followup",
+            origin={"kind": "memory-flush", "after": req.run_id},
+        )
+        self.spawn(self.submit(flush_req))
+        return True
 
     async def _end(
         self,

@@ -42,6 +42,9 @@ class SessionEntry(BaseModel):
     total_tokens: int | None = Field(default=None, alias="totalTokens")
     context_tokens: int | None = Field(default=None, alias="contextTokens")
     compaction_count: int | None = Field(default=None, alias="compactionCount")
+    #: the compaction cycle (``compactionCount``) whose pre-compaction memory flush already ran
+    memory_flush_compaction_count: int | None = Field(default=None, alias="memoryFlushCompactionCount")
+    memory_flush_at: int | None = Field(default=None, alias="memoryFlushAt")
     delivery_context: DeliveryContext | None = Field(default=None, alias="deliveryContext")
     spawned_by: str | None = Field(default=None, alias="spawnedBy")
     spawn_depth: int | None = Field(default=None, alias="spawnDepth")

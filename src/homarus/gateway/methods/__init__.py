@@ -12,6 +12,7 @@ from homarus.gateway.methods import (
     health,
     heartbeat,
     logs,
+    memory,
     plugins,
     sessions,
     skills,
@@ -26,5 +27,19 @@ __all__ = ["register_core_methods"]
 
 
 def register_core_methods(gateway: Gateway) -> None:
-    for family in (health, status, config, sessions, agent, chat, plugins, tools, heartbeat, logs, cron, skills):
+    for family in (
+        health,
+        status,
+        config,
+        sessions,
+        agent,
+        chat,
+        plugins,
+        tools,
+        heartbeat,
+        logs,
+        cron,
+        skills,
+        memory,
+    ):
         family.register(gateway)
