@@ -120,10 +120,14 @@ async def test_index_state_is_reported_honestly(ws: Path, make_manager: ManagerF
 async def test_search_on_a_dirty_index_syncs_in_the_background(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(ConceptEmbedder(delay_s=0.05))
-    first = await m.search("espresso")
-    assert first.index == "syncing"
+    first = await m.search("espresso")  # no older index to answer from: the first search waits for it
+    assert first.index == "fresh" and first.results
+    (ws / "memory" / "coffee.md").write_text("The grinder is set to 14 for espresso.\n")
+    m.mark_dirty()
+    second = await m.search("grinder espresso")  # answered from the current index while it syncs
+    assert second.index == "syncing"
     await m.sync()  # joins the background run
-    assert (await m.search("espresso")).results
+    assert any(r.path == "memory/coffee.md" for r in (await m.search("grinder")).results)
 
 
 async def test_status_reports_the_index(ws: Path, make_manager: ManagerFactory) -> None:

@@ -74,7 +74,7 @@ class MemoryWatcher:
 
     async def _run(self) -> None:
         if not self.workspace.is_dir():
-            log.warning("memory watch: workspace %s does not exist; not watching", self.workspace)
+            log.info("memory watch: workspace %s does not exist; not watching", self.workspace)
             return
         while True:
             restart = asyncio.Event()

@@ -118,6 +118,30 @@ class _Protocol(asyncio.SubprocessProtocol):
         self.closed.set()
 
 
+_reaping: set[asyncio.Task[None]] = set()
+
+
+def _close_when_reaped(transport: asyncio.SubprocessTransport, proto: _Protocol) -> None:
+    """Close the transport once the (killed) process has been reaped.
+
+    Closing it while the child still runs — a cancelled call — would leave a ``Popen`` that warns
+    "still running" when collected; the group was already sent SIGKILL, so this waits briefly.
+    """
+    if proto.exited.is_set():
+        transport.close()
+        return
+
+    async def reap() -> None:
+        try:
+            await _wait_for(proto.exited, KILL_WAIT_S)
+        finally:
+            transport.close()
+
+    task = asyncio.get_running_loop().create_task(reap())
+    _reaping.add(task)
+    task.add_done_callback(_reaping.discard)
+
+
 async def _wait_for(event: asyncio.Event, seconds: float) -> None:
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(seconds):
@@ -333,7 +357,7 @@ class HostBackend:
         finally:
             if not proto.closed.is_set():  # cancelled, or a pipe still held by an escaped process
                 kill_group(pid)
-            transport.close()
+            _close_when_reaped(transport, proto)
         return ExecResult(
             transport.get_returncode(),
             out.text(),
