@@ -24,7 +24,7 @@ from homarus.gateway import server as server_module
 from homarus.gateway.app import Gateway, GatewayOptions
 from homarus.gateway.control_ui import control_ui_routes
 from homarus.gateway.server import GatewayServer, make_server
-from tests.conftest import TEST_TOKEN, make_paths
+from tests.conftest import TEST_TOKEN, collect_loop_garbage, make_paths
 
 
 def mount_control_ui(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -60,6 +60,7 @@ class Served:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(15)
+        collect_loop_garbage()
 
 
 def free_port() -> int:
