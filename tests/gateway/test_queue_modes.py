@@ -134,7 +134,8 @@ async def test_interrupt_aborts_and_runs_the_newest(tmp_path: Path) -> None:
 
 
 async def test_threshold_compaction_writes_an_entry_and_replays_summary(tmp_path: Path) -> None:
-    config = _config("steer", compaction={"reserveTokensFloor": 1000, "keepRecentTokens": 500})
+    compaction = {"reserveTokensFloor": 1000, "keepRecentTokens": 500, "memoryFlush": {"enabled": False}}
+    config = _config("steer", compaction=compaction)
     config["models"]["providers"]["test"]["models"] = [{"id": "m", "contextWindow": 2000}]
     with run_gateway(tmp_path, config=config) as gw:
 
