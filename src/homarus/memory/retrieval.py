@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -105,7 +106,10 @@ class Retriever:
                 return [], None
             vec_hits: list[tuple[int, float]] = []
             vector_error: str | None = None
-            if vector is not None:
+            # a loaded matrix needs no DB connection: scan it on another thread while FTS5 runs
+            ready = self._ready_matrix() if vector is not None else None
+            scan = _scanner().submit(_matrix_hits, ready, vector, cand) if ready is not None and vector else None
+            if vector is not None and scan is None:
                 try:
                     vec_hits = self._vector_hits(reader, vector, cand)
                 except _VECTOR_ERRORS as exc:
@@ -117,6 +121,11 @@ class Retriever:
                     text_hits = reader.fts(expression, cand)
                 except DB_ERRORS as exc:
                     warnings.append(f"keyword search failed: {exc}")
+            if scan is not None:
+                try:
+                    vec_hits = scan.result()
+                except _VECTOR_ERRORS as exc:
+                    vector_error = f"vector search failed: {exc}"
             rows = reader.chunk_rows(list({s for s, _ in text_hits} | {s for s, _ in vec_hits}))
         by_seq: dict[int, Candidate] = {}
         for seq, rank in text_hits:
@@ -135,9 +144,18 @@ class Retriever:
             by_seq[seq].vector_score = score
         return list(by_seq.values()), vector_error
 
-    def _vector_hits(self, reader: MemoryStore, vector: list[float], k: int) -> list[tuple[int, float]]:
-        import numpy as np
+    def _ready_matrix(self) -> _Matrix | None:
+        """The loaded matrix when a search may use it as is (else the sequential path decides)."""
+        m = self._matrix
+        if self.backend == "sqlite-vec" or m is None or m.epoch != self.file.epoch or len(m.seqs) == 0:
+            return None
+        if len(m.seqs) > MATRIX_MAX_ROWS:
+            return None
+        if m.generation != self._generation and len(m.seqs) < BACKGROUND_RELOAD_ROWS:
+            return None  # small and stale: the sequential path reloads it first
+        return m
 
+    def _vector_hits(self, reader: MemoryStore, vector: list[float], k: int) -> list[tuple[int, float]]:
         use_vec = self.backend == "sqlite-vec" and reader.vec_available
         if self.backend == "auto" and reader.vec_available:
             _, _, n_vectors = reader.counts() if self._matrix is None else (0, 0, len(self._matrix.seqs))
@@ -150,16 +168,7 @@ class Retriever:
             seqs, rows = reader.vector_matrix(self.model)
             m = self._matrix = _Matrix(self.file.epoch, self._generation, seqs, rows)
         # a large matrix one sync behind is used while it reloads: new chunks are found by keyword meanwhile
-        if len(m.seqs) == 0:
-            return []
-        q = np.asarray(vector, dtype=np.float32)
-        if m.rows.shape[1] != q.shape[0]:
-            raise ValueError(f"query vector has {q.shape[0]} dimensions, the index has {m.rows.shape[1]}")
-        scores = m.rows @ q
-        k = min(k, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(m.seqs[i]), float(scores[i])) for i in top]
+        return _matrix_hits(m, vector, k)
 
     def refresh_soon(self) -> None:
         """Reload the vector matrix in the background after a sync changed the index."""
@@ -183,3 +192,29 @@ class Retriever:
         current = self._matrix
         if epoch == self.file.epoch and (current is None or (current.epoch, current.generation) < (epoch, generation)):
             self._matrix = _Matrix(epoch, generation, seqs, rows)
+
+
+_pool: ThreadPoolExecutor | None = None
+
+
+def _scanner() -> ThreadPoolExecutor:
+    """One shared thread for matrix scans (numpy releases the GIL while it multiplies)."""
+    global _pool
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-scan")
+    return _pool
+
+
+def _matrix_hits(m: _Matrix, vector: list[float], k: int) -> list[tuple[int, float]]:
+    import numpy as np
+
+    if len(m.seqs) == 0:
+        return []
+    q = np.asarray(vector, dtype=np.float32)
+    if m.rows.shape[1] != q.shape[0]:
+        raise ValueError(f"query vector has {q.shape[0]} dimensions, the index has {m.rows.shape[1]}")
+    scores = m.rows @ q
+    k = min(k, len(scores))
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    return [(int(m.seqs[i]), float(scores[i])) for i in top]
