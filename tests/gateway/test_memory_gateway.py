@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -92,3 +93,18 @@ async def test_status_and_search_methods(tmp_path: Path) -> None:
         assert (await c.handshake(TEST_TOKEN))["ok"]
         off = await c.request("memory.status", {})
         assert not off["ok"] and "disabled" in off["error"]["message"]
+
+
+async def test_memory_is_indexed_at_startup_with_the_local_model(tmp_path: Path) -> None:
+    ws = _workspace(tmp_path)
+    with run_gateway(tmp_path / "gw", config=_config(ws)) as gw:  # provider auto: the local model
+        c = await open_client(gw.url)
+        assert (await c.handshake(TEST_TOKEN, ["operator.read"]))["ok"]
+        status: dict[str, Any] = {}
+        for _ in range(200):  # nobody searched or ran: the startup sync indexes on its own
+            status = (await c.request("memory.status", {}, timeout=30))["payload"]
+            if status["files"] == 2 and status["index"] == "fresh":
+                break
+            await asyncio.sleep(0.1)
+        assert status["files"] == 2 and status["chunksWithVectors"] == status["chunks"] > 0, status
+        assert status["provider"] == "local"

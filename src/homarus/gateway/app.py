@@ -531,6 +531,7 @@ class Gateway:
         self._tasks.append(asyncio.create_task(self._tick_loop()))
         self.heartbeats.start()
         self.cron = await start_cron(self)
+        self.memory.index_at_startup()
         await resume_hook_runs(self, self.interrupted_runs)
         await self.plugins.start_services()
         await self.hookmd.trigger(

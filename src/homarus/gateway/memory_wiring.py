@@ -1,8 +1,9 @@
 """Memory at the gateway: one :class:`MemoryManager` per agent, made on first use.
 
-Nothing heavy happens at gateway start: the manager (SQLite file, the embedding provider chain,
-the ``watchfiles`` watcher) is created the first time an agent runs, and the local embedding model
-loads on the first embedding. A run's tools get their agent's manager as
+At gateway start the default agent's memory is indexed in the background when its workspace has
+memory files; otherwise the manager (SQLite file, the embedding provider chain, the ``watchfiles``
+watcher) is created the first time an agent runs. The local embedding model loads on the first
+embedding. A run's tools get their agent's manager as
 ``ToolContext.services["memory"]``; a session's first run starts a background sync
 (``sync.onSessionStart``). ``agents.defaults.memorySearch.enabled: false`` gives no manager, and the
 memory tools then say memory is disabled.
@@ -56,6 +57,16 @@ class MemoryHub:
             manager.start_watching()
             self._managers[agent_id] = manager
         return manager
+
+    def index_at_startup(self) -> None:
+        """Start indexing the default agent's memory in the background when it has memory files."""
+        agent_id = self.gateway.config.agents.default_id
+        workspace = self.gateway.runtime.workspace_dir(agent_id, self.gateway.config)
+        if not ((workspace / "MEMORY.md").is_file() or (workspace / "memory").is_dir()):
+            return  # nothing to index: do not load anything until a run needs memory
+        manager = self.for_agent(agent_id)
+        if manager is not None:
+            manager.sync_in_background("startup")
 
     def session_started(self, agent_id: str, session_key: str) -> None:
         manager = self.for_agent(agent_id)
