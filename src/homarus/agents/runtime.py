@@ -14,25 +14,24 @@ import dataclasses
 import json
 import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from homarus.agents import compaction, prompt, setup, workspace
 from homarus.agents.compactor import RunCompactor
 from homarus.agents.history import load_history
 from homarus.agents.hook_bridge import ApprovalFn, RunPhases, RuntimeHooks
 from homarus.agents.loop import LoopSettings, run_agent_loop
+from homarus.agents.memory_flush import MEMORY_FLUSH_TRIGGER, claim_memory_flush, flush_prompt
 from homarus.agents.raw_stream import stream_tap
+from homarus.agents.request import QueueMode, RunRequest, request_content
 from homarus.agents.runs import ActiveRun, RunOutcome, RunRegistry
 from homarus.agents.stream import EventTranslator
 from homarus.audit.trail import AuditSink, RunAudit
-from homarus.config.agents import CompactionConfig
 from homarus.config.schema import HomarusConfig
 from homarus.errors import HomarusError, Unavailable
-from homarus.messages import AssistantMessage, ImageContent, Message, TextContent, UserMessage
+from homarus.messages import AssistantMessage, Message, TextContent, UserMessage
 from homarus.plugins import events as ev
 from homarus.plugins.runner import HookRunner
 from homarus.providers.registry import ModelRegistry
@@ -46,34 +45,7 @@ from homarus.tools.sandbox_sessions import SandboxView
 __all__ = ["AgentRuntime", "QueueMode", "RunRequest"]
 
 log = logging.getLogger("homarus.agents")
-QueueMode = Literal["steer", "followup", "collect", "interrupt"]
-MEMORY_FLUSH_TRIGGER = "memory-flush"
-#: the silent turn before compaction (the reference's wording: store what must survive, else NO_REPLY)
-MEMORY_FLUSH_PROMPT = (
-    "Pre-compaction memory flush: the older part of this conversation is about to be summarised. "
-    "Store durable memories now — decisions, facts about the user, open tasks — by appending them to "
-    "memory/{day}.md in the workspace (create memory/ if needed; keep what is already there). "
-    "If nothing needs storing, reply with NO_REPLY only."
-)
 EventSink = Callable[[dict[str, Any]], None]
-
-
-@dataclass(kw_only=True)
-class RunRequest:
-    run_id: str
-    session_key: SessionKey
-    message: str
-    images: list[ImageContent] = field(default_factory=list)
-    model: str | None = None
-    thinking: str | None = None
-    timeout_s: float | None = None
-    lane: str = "main"
-    extra_system_prompt: str | None = None
-    channel: str | None = None
-    queue_mode: QueueMode | None = None
-    trigger: str = "user"
-    #: who asked, for the audit trail (a connection's client, a hook path, a cron job)
-    origin: dict[str, Any] | None = None
 
 
 class AgentRuntime:
@@ -140,7 +112,7 @@ class AgentRuntime:
             self.lanes.clear(f"session:{key}")
             return await self.run(req)
         if mode == "steer" and not active.compacting and not active.abort.is_set():
-            active.steering.append(UserMessage(_content(req)))
+            active.steering.append(UserMessage(request_content(req)))
             self.runs.alias(req.run_id, active)
             return await asyncio.shield(active.done)
         waiting = next((s.waiting for s in self.lanes.stats() if s.lane == f"session:{key}"), 0)
@@ -322,7 +294,7 @@ class AgentRuntime:
             stored = UserMessage(blocked.message or "[message withheld by a plugin]")
             await asyncio.to_thread(self._write, transcript, phases, [stored])
             return await self._end(req, active, translator, ctx, hooks, error=f"run blocked: {blocked.reason}")
-        user = UserMessage(_content(req))
+        user = UserMessage(request_content(req))
         written = (await asyncio.to_thread(self._write, transcript, phases, [user]))[0]
         if written is not None:
             entry_ids[id(user)] = written["id"]
@@ -403,7 +375,18 @@ class AgentRuntime:
         if outcome.status == "ok" and d.compaction.enabled:
             window = candidates[0].info.context_window
             tokens = compaction.context_tokens(result.history)
-            if await self._memory_flush_scheduled(req, d.compaction, tokens, window):
+            if await claim_memory_flush(
+                self.sessions, key, d.compaction, tokens=tokens, window=window, trigger=req.trigger
+            ):
+                flush = RunRequest(
+                    run_id=f"memory-flush-{req.run_id}",
+                    session_key=key,
+                    message=flush_prompt(),
+                    trigger=MEMORY_FLUSH_TRIGGER,
+                    queue_mode="followup",
+                    origin={"kind": "memory-flush", "after": req.run_id},
+                )
+                self.spawn(self.submit(flush))
                 return outcome  # the flush turn runs next and compacts after writing its notes
             if compaction.should_compact(tokens, window, d.compaction.reserve_tokens_floor):
                 try:
@@ -411,34 +394,6 @@ class AgentRuntime:
                 except HomarusError as exc:
                     log.warning("threshold compaction of %s failed: %s", key, exc.message)
         return outcome
-
-    async def _memory_flush_scheduled(self, req: RunRequest, cfg: CompactionConfig, tokens: int, window: int) -> bool:
-        """Queue the silent pre-compaction memory flush turn when it is due (once per compaction cycle)."""
-        flush = cfg.memory_flush
-        if not flush.enabled or req.trigger == MEMORY_FLUSH_TRIGGER or req.session_key.subagent_depth:
-            return False
-        if not compaction.memory_flush_due(tokens, window, cfg.reserve_tokens_floor, flush.soft_threshold_tokens):
-            return False
-        key = req.session_key
-        ref = await asyncio.to_thread(self.sessions.get, key)
-        if ref is None:
-            return False
-        cycle = ref.entry.compaction_count or 0
-        if ref.entry.memory_flush_compaction_count == cycle:
-            return False  # already flushed since the last compaction
-        changes = {"memoryFlushCompactionCount": cycle, "memoryFlushAt": _now_ms()}
-        await asyncio.to_thread(self.sessions.update_entry, key, changes, touch=False)
-        day = time.strftime("%Y-%m-%d", time.localtime())
-        flush_req = RunRequest(
-            run_id=f"memory-flush-{req.run_id}",
-            session_key=key,
-            message=MEMORY_FLUSH_PROMPT.format(day=day),
-            trigger=MEMORY_FLUSH_TRIGGER,
-            queue_mode="followup",
-            origin={"kind": "memory-flush", "after": req.run_id},
-        )
-        self.spawn(self.submit(flush_req))
-        return True
 
     async def _end(
         self,
@@ -606,18 +561,8 @@ class AgentRuntime:
         self.sessions.update_entry(key, changes)
 
 
-def _content(req: RunRequest) -> str | list[TextContent | ImageContent]:
-    if not req.images:
-        return req.message
-    return [TextContent(req.message), *req.images]
-
-
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def new_run_id() -> str:
-    return str(uuid.uuid4())
 
 
 _tasks: set[asyncio.Task[Any]] = set()

@@ -9,7 +9,7 @@ import math
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
@@ -20,7 +20,6 @@ from homarus.config.loader import StatePaths, provider_env_keys, trace_hooks_ena
 from homarus.config.schema import HomarusConfig, is_loopback_host
 from homarus.config.store import ConfigStore
 from homarus.cron.service import CronService
-from homarus.errors import HomarusError
 from homarus.gateway.chat_commands import CORE_COMMANDS
 from homarus.gateway.cron_wiring import start_cron, stop_cron
 from homarus.gateway.events import EventBus
@@ -31,8 +30,10 @@ from homarus.gateway.memory_wiring import MemoryHub
 from homarus.gateway.methods import approvals, exec_approvals
 from homarus.gateway.plugin_wiring import install_plugins
 from homarus.gateway.policy import policy_inputs
+from homarus.gateway.presence import Presence
 from homarus.gateway.router import ClientInfo, MethodRegistry
 from homarus.gateway.run_events import RunEvents
+from homarus.gateway.run_recovery import recover_runs
 from homarus.plugins.events import GatewayStartEvent, GatewayStopEvent
 from homarus.plugins.hookmd import HookMdRunner
 from homarus.plugins.injections import InjectionQueue
@@ -110,13 +111,6 @@ class GatewayOptions:
     config_write_budget: tuple[int, float] = (3, 60.0)
 
 
-@dataclass(slots=True)
-class _Presence:
-    version: int = 1
-    health_version: int = 1
-    entries: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
 class Gateway:
     """Owns every long-lived service; methods and HTTP routes reach them through it."""
 
@@ -129,7 +123,7 @@ class Gateway:
         self.bus = EventBus()
         self.methods = MethodRegistry()
         self.connections: dict[str, WSConnection] = {}
-        self.presence = _Presence()
+        self.presence = Presence()
         self.shutting_down = False
         self.token_created = False
         self._preauth: dict[str, int] = {}
@@ -485,30 +479,28 @@ class Gateway:
         assert conn.info is not None
         self.connections[conn.conn_id] = conn
         self.bus.add(conn)
-        if conn.info.client_mode != "cli":  # one-shot CLI calls are not presence
-            self.presence.entries[conn.conn_id] = _presence_entry(conn.info)
+        if self.presence.add(conn.conn_id, conn.info):
             self._presence_changed()
 
     def detach(self, conn: WSConnection) -> None:
         self.connections.pop(conn.conn_id, None)
         self.bus.remove(conn.conn_id)
         self.session_subscribers.discard(conn.conn_id)
-        if self.presence.entries.pop(conn.conn_id, None) is not None:
+        if self.presence.remove(conn.conn_id):
             self._presence_changed()
         if not self.connections:
             self._drained.set()
 
     def _presence_changed(self) -> None:
-        self.presence.version += 1
         self.bus.broadcast(
             "presence", {"presence": self.presence_list()}, droppable=True, state_version=self.state_version()
         )
 
     def presence_list(self) -> list[dict[str, Any]]:
-        return list(self.presence.entries.values())
+        return self.presence.list()
 
     def state_version(self) -> dict[str, int]:
-        return {"presence": self.presence.version, "health": self.presence.health_version}
+        return self.presence.state_version()
 
     def uptime_ms(self) -> int:
         return int((time.time() - self.started_at) * 1000)
@@ -527,7 +519,7 @@ class Gateway:
 
     # -- lifecycle ----------------------------------------------------------------------
     async def startup(self) -> None:
-        self.interrupted_runs = await asyncio.to_thread(self._recover_runs)
+        self.interrupted_runs = await asyncio.to_thread(recover_runs, self.journal, self.sessions, self.dedupe)
         self._tasks.append(asyncio.create_task(self._tick_loop()))
         self.heartbeats.start()
         self.cron = await start_cron(self)
@@ -550,27 +542,6 @@ class Gateway:
         self.options.port = port
         if self.hooks.has("gateway_start"):
             _ = self.spawn(self.hooks.void("gateway_start", GatewayStartEvent(port)))
-
-    def _recover_runs(self) -> list[RunRecord]:
-        """Runs the previous process accepted but never finished: mark them interrupted, visibly."""
-        interrupted = self.journal.recover()
-        for run in interrupted:
-            if run.session_key is None:
-                continue
-            try:
-                key = self.sessions.resolve_key(run.session_key)
-                self.sessions.update_entry(key, {"status": "interrupted", "abortedLastRun": True})
-            except HomarusError:
-                log.warning("interrupted run %s names an unusable session %s", run.run_id, run.session_key)
-            self.dedupe.put(
-                f"{run.kind}:{run.run_id}",
-                "interrupted",
-                ok=False,
-                error={"code": "UNAVAILABLE", "message": "interrupted by a gateway restart"},
-            )
-        if interrupted:
-            log.warning("%d accepted run(s) were interrupted by the last shutdown", len(interrupted))
-        return interrupted
 
     async def _tick_loop(self) -> None:
         last_prune = time.monotonic()
@@ -620,25 +591,3 @@ class Gateway:
         await self.memory.aclose()
         self.audit_log.close()
         self.raw_stream_log.close()
-
-
-def _presence_entry(info: ClientInfo) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "ip": info.ip,
-        "version": info.client_version,
-        "platform": info.platform,
-        "mode": info.client_mode,
-        "reason": "connect",
-        "ts": info.connected_at_ms,
-        "roles": [info.role],
-        "scopes": sorted(info.scopes),
-    }
-    for key, value in (
-        ("instanceId", info.instance_id),
-        ("deviceFamily", info.device_family),
-        ("modelIdentifier", info.model_identifier),
-        ("text", info.display_name),
-    ):
-        if value:
-            entry[key] = value
-    return entry

@@ -87,33 +87,25 @@ class ExecPlan:
     patterns: list[str] = field(default_factory=list)
 
 
-def _settings(policy: ExecPolicy) -> ExecPolicySettings:
+def _settings(policy: ExecPolicy) -> tuple[ExecPolicySettings, tuple[str, ...]]:
+    """The effective settings and the file's allow-always patterns (the file is read once per call)."""
     configured = ExecPolicySettings(policy.security, policy.ask, policy.ask_fallback)
     if policy.approvals_file is None:
-        return configured
+        return configured, ()
     try:
         file = load(policy.approvals_file)
     except HomarusError as exc:
         log.error("exec approvals file cannot be trusted (%s): using deny/always/deny", exc.message)
-        return STRICT_POLICY
-    return effective_policy(configured, file.policy)
-
-
-def _file_patterns(policy: ExecPolicy) -> tuple[str, ...]:
-    if policy.approvals_file is None:
-        return ()
-    try:
-        return load(policy.approvals_file).patterns
-    except HomarusError:
-        return ()
+        return STRICT_POLICY, ()
+    return effective_policy(configured, file.policy), file.patterns
 
 
 def plan_exec(command: str, policy: ExecPolicy, cwd: str) -> ExecPlan:
     """run / ask / deny for ``command`` in ``cwd`` under ``policy`` and the approvals file."""
-    settings = _settings(policy)
+    settings, remembered = _settings(policy)
     if not policy.host:
         return ExecPlan("run", command, None, settings)
-    allowlist = (*policy.allowlist, *_file_patterns(policy))
+    allowlist = (*policy.allowlist, *remembered)
     analysis = analyze(command, path=policy.path, allowlist=allowlist, safe_bins=policy.safe_bins, cwd=cwd)
     decision = decide(analysis, settings.security, settings.ask)
     # what was analysed is what runs; only an unparseable command an operator saw runs as typed

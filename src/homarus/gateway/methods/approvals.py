@@ -25,7 +25,7 @@ from homarus.security.scopes import APPROVALS, scope_allows
 if TYPE_CHECKING:
     from homarus.gateway.app import Gateway
 
-__all__ = ["EVENTS", "final_payload", "has_approval_clients", "install", "register", "resolved_event"]
+__all__ = ["EVENTS", "await_decision", "final_payload", "has_approval_clients", "install", "register", "resolved_event"]
 
 EVENT_REQUESTED: Final = "plugin.approval.requested"
 EVENT_RESOLVED: Final = "plugin.approval.resolved"
@@ -73,6 +73,27 @@ def final_payload(record: ApprovalRecord) -> dict[str, Any]:
     }
 
 
+async def await_decision(
+    call: MethodCall, manager: ApprovalManager, record: ApprovalRecord, *, two_phase: bool
+) -> dict[str, Any]:
+    """The final answer to an ``*.approval.request``: expired at once when no operator but the
+    requester could decide, else (after the ``accepted`` ack of a two-phase request) the decision."""
+    if not has_approval_clients(call.gateway, exclude=call.client.conn_id):
+        manager.expire(record.id, "no-approval-route")
+        return final_payload(record)
+    if two_phase:
+        call.ack(
+            {
+                "status": "accepted",
+                "id": record.id,
+                "createdAtMs": record.created_at_ms,
+                "expiresAtMs": record.expires_at_ms,
+            }
+        )
+    await manager.wait(record.id)
+    return final_payload(record)
+
+
 def resolved_event(record: ApprovalRecord) -> dict[str, Any]:
     return {
         "id": record.id,
@@ -111,20 +132,7 @@ def install(gateway: Gateway) -> ApprovalManager:
         )
         if not record.pending:  # answered from the allow-always memory
             return final_payload(record)
-        if not has_approval_clients(call.gateway, exclude=call.client.conn_id):
-            manager.expire(record.id, "no-approval-route")
-            return final_payload(record)
-        if p.two_phase:
-            call.ack(
-                {
-                    "status": "accepted",
-                    "id": record.id,
-                    "createdAtMs": record.created_at_ms,
-                    "expiresAtMs": record.expires_at_ms,
-                }
-            )
-        await manager.wait(record.id)
-        return final_payload(record)
+        return await await_decision(call, manager, record, two_phase=p.two_phase)
 
     async def approval_wait(call: MethodCall, p: IdParams) -> dict[str, Any]:
         record = manager.get(p.id.strip())

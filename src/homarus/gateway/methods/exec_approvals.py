@@ -28,6 +28,7 @@ from homarus.errors import Forbidden, InvalidRequest, NotFound
 from homarus.gateway.methods.approvals import (
     IdParams,
     ResolveParams,
+    await_decision,
     final_payload,
     has_approval_clients,
     resolved_event,
@@ -229,20 +230,7 @@ def install(gateway: Gateway, *, path: str = DEFAULT_PATH) -> ApprovalManager:
         if len(requesters) > 2 * manager.max_pending:
             for stale in [k for k in requesters if manager.get(k) is None]:
                 del requesters[stale]
-        if not has_approval_clients(call.gateway, exclude=call.client.conn_id):
-            manager.expire(record.id, "no-approval-route")
-            return final_payload(record)
-        if p.two_phase:
-            call.ack(
-                {
-                    "status": "accepted",
-                    "id": record.id,
-                    "createdAtMs": record.created_at_ms,
-                    "expiresAtMs": record.expires_at_ms,
-                }
-            )
-        await manager.wait(record.id)
-        return final_payload(record)
+        return await await_decision(call, manager, record, two_phase=p.two_phase)
 
     def _same_requester(call: MethodCall, record: ApprovalRecord) -> bool:
         conn, client, instance = requesters.get(record.id, ("", None, None))
