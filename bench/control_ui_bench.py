@@ -26,7 +26,6 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,8 +36,6 @@ from tests.webui.harness import Served, served
 from tests.wsclient import open_client
 
 from bench.harness import machine_facts, markdown_table, percentile  # after the sys.path line above
-from homarus.gateway import server as server_module
-from homarus.gateway.control_ui import control_ui_routes
 from homarus.providers.scripted import Reply, ScriptedProvider
 
 CHROMIUM = "/usr/bin/chromium"
@@ -70,19 +67,6 @@ du -sh ~/* 2>/dev/null | sort -h | tail -n 5
 - Old *virtualenvs* and `node_modules` folders add up quickly.
 
 More on [du(1)](https://man7.org/linux/man-pages/man1/du.1.html)."""
-
-
-def _mount_ui() -> None:
-    """Serve the UI even while ``server._routes`` does not list it yet (it is added last)."""
-    original: Callable[[Any], list[Any]] = server_module._routes
-
-    def routes(gateway: Any) -> list[Any]:
-        found = original(gateway)
-        if any(getattr(getattr(r, "endpoint", None), "__module__", "") == "homarus.gateway.control_ui" for r in found):
-            return found
-        return [*found, *control_ui_routes(gateway)]
-
-    server_module._routes = routes
 
 
 async def _demo_content(gw: Served, provider: ScriptedProvider) -> None:
@@ -198,7 +182,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from playwright.sync_api import sync_playwright
 
-    _mount_ui()
     provider = ScriptedProvider(then="echo")
     results: dict[str, list[dict[str, float]]] = {"cold": [], "warm": []}
     with tempfile.TemporaryDirectory(prefix="homarus-ui-bench-") as tmp, served(Path(tmp), CONFIG, TOKEN) as gw:

@@ -61,19 +61,9 @@ CASES: tuple[tuple[str, str, int], ...] = (
 
 
 def serve(argv: Sequence[str]) -> int:
-    """The gateway CLI with the OpenAI routes mounted (added once even if server.py lists them)."""
-    import homarus.gateway.server as server
+    """The gateway CLI (kept as an entry point so the bench can start it the same way as before)."""
     from homarus.cli.main import main
-    from homarus.gateway.openai_http import openai_routes
 
-    original = server._routes
-
-    def routes(gateway: Any) -> Any:
-        existing = original(gateway)
-        paths = {r.path for r in existing}
-        return [*existing, *(r for r in openai_routes(gateway) if r.path not in paths)]
-
-    server._routes = routes
     return main(list(argv))
 
 

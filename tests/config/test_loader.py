@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from homarus.config.gateway import DEFAULT_PORT
 from homarus.config.loader import (
     ConfigIssue,
     StatePaths,
@@ -18,7 +19,6 @@ from homarus.config.loader import (
     substitute_env,
     validate_config,
 )
-from homarus.config.schema import DEFAULT_PORT
 from homarus.errors import ConfigError
 
 TOKEN = "file-token-0123456789"

@@ -7,22 +7,17 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from homarus.config.schema import (
-    DEFAULT_AGENT_ID,
-    AgentsConfig,
-    AuthConfig,
-    GatewayConfig,
-    HomarusConfig,
-    SessionConfig,
-    is_loopback_host,
-    resolve_bind_host,
-)
+from homarus.config.agents import DEFAULT_AGENT_ID, AgentsConfig
+from homarus.config.gateway import AuthConfig, GatewayConfig
+from homarus.config.schema import HomarusConfig
+from homarus.config.session import SessionConfig
+from homarus.config.values import is_loopback_host, resolve_bind_host
 
 TOKEN = "tok-5f0c1e9a7b3d4e21"
 PASSWORD = "pw-9d8c7b6a5f4e"
 
 
-def errors(model: type[BaseModel], data: Any) -> list[tuple[tuple[int | str, ...], str]]:
+def errors(model: type[BaseModel] | type[HomarusConfig], data: Any) -> list[tuple[tuple[int | str, ...], str]]:
     with pytest.raises(ValidationError) as info:
         model.model_validate(data)
     return [(tuple(e["loc"]), e["msg"]) for e in info.value.errors()]

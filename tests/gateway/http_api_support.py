@@ -1,4 +1,4 @@
-"""A real gateway with the OpenAI-compatible and session-history routes mounted, for the HTTP API tests."""
+"""A real gateway with the OpenAI-compatible API enabled, for the HTTP API tests."""
 
 from __future__ import annotations
 
@@ -9,12 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from starlette.routing import Route
 
-import homarus.gateway.server as server_module
-from homarus.gateway.app import Gateway
-from homarus.gateway.openai_http import openai_routes
-from homarus.gateway.session_http import session_routes
 from homarus.providers.scripted import ScriptedProvider, Step
 from tests.conftest import RunningGateway, run_gateway
 
@@ -32,23 +27,10 @@ def api_config(*, chat: bool = True, responses: bool = True, **extra: Any) -> di
     return {**BASE_CONFIG, "gateway": {"http": {"endpoints": endpoints}}, **extra}
 
 
-def mount_routes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Add the routes to the server's list unless ``server._routes`` already mounts them."""
-    original: Callable[[Gateway], list[Route]] = server_module._routes
-
-    def routes(gateway: Gateway) -> list[Route]:
-        existing = original(gateway)
-        paths = {r.path for r in existing}
-        return [*existing, *(r for r in [*openai_routes(gateway), *session_routes(gateway)] if r.path not in paths)]
-
-    monkeypatch.setattr(server_module, "_routes", routes)
-
-
 @contextmanager
 def api_gateway(
     root: Path, monkeypatch: pytest.MonkeyPatch, steps: Sequence[Step] = (), **config: Any
 ) -> Iterator[tuple[RunningGateway, ScriptedProvider]]:
-    mount_routes(monkeypatch)
     provider = ScriptedProvider(steps, then="echo")
     with run_gateway(root, config=api_config(**config)) as gw:
         gw.gateway.models.overrides["test"] = provider

@@ -14,15 +14,9 @@ from starlette.testclient import TestClient
 from homarus.config.control_ui import ControlUiConfig
 from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
-from homarus.gateway.control_ui import CSP, control_ui_routes
-from homarus.gateway.http import build_asgi
+from homarus.gateway.http.control_ui import CSP, control_ui_routes
+from homarus.gateway.server import build_asgi
 from tests.conftest import TEST_TOKEN, make_paths, run_gateway
-from tests.webui.harness import mount_control_ui
-
-
-@pytest.fixture(autouse=True)
-def _ui(monkeypatch: pytest.MonkeyPatch) -> None:
-    mount_control_ui(monkeypatch)
 
 
 def _get(base: str, path: str, **kwargs: Any) -> httpx.Response:

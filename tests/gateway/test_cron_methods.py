@@ -16,8 +16,7 @@ import pytest
 
 from homarus.cli import cron_cmd
 from homarus.cron.service import CronService
-from homarus.gateway.cron_wiring import start_cron, stop_cron
-from homarus.gateway.methods import cron as cron_methods
+from homarus.gateway.services.cron import stop_cron
 from homarus.plugins.events import CronChangedEvent
 from homarus.plugins.runner import HookRegistration
 from homarus.providers.scripted import Reply, ScriptedProvider
@@ -42,14 +41,11 @@ async def on_loop(gw: RunningGateway, fn: Callable[[], Awaitable[T]]) -> T:
 
 
 async def cron_up(gw: RunningGateway, replies: list[Reply] | None = None) -> CronService:
-    """Methods and scheduler as Gateway.__init__/startup will wire them (idempotent if they already do)."""
+    """The gateway's cron service (loaded and started on first use)."""
     gw.gateway.models.overrides["test"] = ScriptedProvider(replies or [], then="echo")
 
     async def up() -> CronService:
-        if "cron.add" not in gw.gateway.methods:
-            cron_methods.register(gw.gateway)
-        existing = gw.gateway.runtime.services.get("cron")
-        return existing if isinstance(existing, CronService) else await start_cron(gw.gateway)
+        return gw.gateway.cron
 
     return await on_loop(gw, up)
 

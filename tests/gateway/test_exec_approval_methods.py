@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from homarus.gateway.methods import exec_approvals
+from homarus.gateway.services import exec_approvals
 from homarus.security.approvals import ApprovalManager
 from homarus.security.exec_approvals_file import approvals_path
 from tests.conftest import TEST_TOKEN, RunningGateway

@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from homarus.gateway import http_common
+from homarus.gateway.http import common as http_common
 from homarus.providers.scripted import Reply, ScriptedProvider
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from homarus.gateway.outbox import Outbox
+from homarus.gateway.ws.outbox import Outbox
 
 
 class FakeSend:

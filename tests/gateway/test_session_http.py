@@ -130,7 +130,7 @@ async def test_history_live_feed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 async def test_history_stream_query_and_keepalive(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("homarus.gateway.openai_stream.KEEPALIVE_S", 0.2)
+    monkeypatch.setattr("homarus.gateway.http.openai_stream.KEEPALIVE_S", 0.2)
     with api_gateway(tmp_path, monkeypatch) as (gw, _):
         await asyncio.to_thread(_say, gw, "hi")
         async with (

@@ -7,9 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from homarus.gateway.methods import skills as skills_methods
 from homarus.providers.scripted import Reply, ScriptedProvider
-from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
+from tests.conftest import TEST_TOKEN, run_gateway
 from tests.skills.support import write_skill
 from tests.wsclient import open_client
 
@@ -24,17 +23,10 @@ def _config(tmp_path: Path, **skills: Any) -> dict[str, Any]:
     }
 
 
-def _register(gw: RunningGateway) -> None:
-    # methods/__init__.py registers the family once it lists it; until then the test does
-    if "skills.status" not in gw.gateway.methods.names():
-        skills_methods.register(gw.gateway)
-
-
 async def test_status_detail_update_and_install_over_ws(tmp_path: Path) -> None:
     write_skill(tmp_path / "extra", "gated", extra="requires:\n  env: [HOMARUS_TEST_NOT_SET_123]\n")
     write_skill(tmp_path / "extra", "plain", "Plain skill.")
     with run_gateway(tmp_path, config=_config(tmp_path)) as gw:
-        _register(gw)
         c = await open_client(gw.url)
         assert (await c.handshake(TEST_TOKEN))["ok"]
         status = await c.request("skills.status", {})
@@ -77,7 +69,6 @@ async def test_status_detail_update_and_install_over_ws(tmp_path: Path) -> None:
 
 async def test_install_and_update_need_admin(tmp_path: Path) -> None:
     with run_gateway(tmp_path, config=_config(tmp_path)) as gw:
-        _register(gw)
         c = await open_client(gw.url)
         assert (await c.handshake(TEST_TOKEN, scopes=["operator.read"]))["ok"]
         assert (await c.request("skills.status", {}))["ok"]
@@ -92,7 +83,6 @@ async def test_model_reads_a_skill_outside_the_workspace_but_nothing_else(tmp_pa
     secret = tmp_path / "secret.txt"
     secret.write_text("top secret")
     with run_gateway(tmp_path, config=_config(tmp_path)) as gw:
-        _register(gw)
         provider = ScriptedProvider(
             [
                 Reply("", tool_calls=[("read", {"path": skill_md})]),
@@ -143,7 +133,6 @@ async def test_plugin_skills_and_the_plugin_before_install_gate(tmp_path: Path) 
     write_skill(plugin / "skills", "from-plugin", "Shipped by a plugin.")
     with run_gateway(tmp_path, config=_config(tmp_path)) as gw:
         assert gw.gateway.plugins.records["guard"].status == "loaded", [str(d) for d in gw.gateway.plugins.diagnostics]
-        _register(gw)
         c = await open_client(gw.url)
         assert (await c.handshake(TEST_TOKEN))["ok"]
         status = (await c.request("skills.status", {}))["payload"]

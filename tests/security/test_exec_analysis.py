@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from homarus.errors import Forbidden, InvalidRequest, NotFound
-from homarus.gateway.methods.exec_approvals import authorize, binding_of
+from homarus.gateway.services.exec_approvals import authorize, binding_of
 from homarus.security.approvals import ApprovalManager, ApprovalRecord
 from homarus.security.exec_analysis import Analysis, analyze, decide, decide_fallback, glob_match, path_pattern
 

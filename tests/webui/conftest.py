@@ -1,4 +1,4 @@
-"""Fixtures for the Control UI tests: the UI mounted on every gateway, and one headless Chromium.
+"""Fixtures for the Control UI tests: one headless Chromium.
 
 The browser is Debian's ``/usr/bin/chromium`` driven by Python Playwright (no downloaded browser).
 Browser tests are skipped, with the reason, when that binary or the ``playwright`` package is
@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import pytest
-
-from tests.webui.harness import mount_control_ui
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser
@@ -36,11 +34,6 @@ def _close_ws_clients() -> None:
     """Overrides the suite's async autouse fixture: these tests open no raw WS clients, and an
     async fixture would run pytest-asyncio's loop while Playwright's sync API keeps its own
     loop current in this thread ("cannot be called from a running event loop")."""
-
-
-@pytest.fixture(autouse=True)
-def _mount_control_ui(monkeypatch: pytest.MonkeyPatch) -> None:
-    mount_control_ui(monkeypatch)
 
 
 def _browser_missing() -> str | None:

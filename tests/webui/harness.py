@@ -1,8 +1,5 @@
-"""Helpers for the Control UI tests: the UI mounted on real gateways that can be restarted.
-
-``mount_control_ui`` adds the UI routes last unless ``server._routes`` already does (it will once
-the server wires them), so these tests run against exactly what ``homarus gateway`` serves.
-"""
+"""Helpers for the Control UI tests: real gateways (serving exactly what ``homarus gateway``
+serves, the UI included) that can be restarted."""
 
 from __future__ import annotations
 
@@ -15,28 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-from starlette.routing import Route
-
 from homarus.config.loader import StatePaths
 from homarus.config.store import ConfigStore
-from homarus.gateway import server as server_module
 from homarus.gateway.app import Gateway, GatewayOptions
-from homarus.gateway.control_ui import control_ui_routes
 from homarus.gateway.server import GatewayServer, make_server
 from tests.conftest import TEST_TOKEN, collect_loop_garbage, make_paths
-
-
-def mount_control_ui(monkeypatch: pytest.MonkeyPatch) -> None:
-    original: Callable[[Gateway], list[Route]] = server_module._routes
-
-    def routes(gateway: Gateway) -> list[Route]:
-        found = original(gateway)
-        if any(getattr(getattr(r, "endpoint", None), "__module__", "") == "homarus.gateway.control_ui" for r in found):
-            return found
-        return [*found, *control_ui_routes(gateway)]
-
-    monkeypatch.setattr(server_module, "_routes", routes)
 
 
 @dataclass

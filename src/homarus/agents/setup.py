@@ -23,11 +23,7 @@ log = logging.getLogger("homarus.agents")
 
 
 def workspace_dir(agent_id: str, cfg: HomarusConfig, state_dir: Path) -> Path:
-    entry = next((a for a in cfg.agents.list if a.id == agent_id), None)
-    raw = (entry.workspace if entry and entry.workspace else None) or cfg.agents.defaults.workspace
-    if raw:
-        return Path(raw).expanduser()
-    return state_dir / ("workspace" if agent_id == cfg.agents.default_id else f"workspace-{agent_id}")
+    return cfg.agents.workspace_for(agent_id, state_dir)
 
 
 def model_chain(

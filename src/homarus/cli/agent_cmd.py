@@ -143,10 +143,10 @@ async def _via_gateway(
 
 
 async def _in_process(paths: StatePaths, params: dict[str, Any], printer: _Printer) -> dict[str, Any]:
-    from homarus.agents.runtime import RunRequest
+    from homarus.agents.request import RunRequest
     from homarus.gateway.app import GatewayOptions
-    from homarus.gateway.methods.agent import final_payload
     from homarus.gateway.server import build_gateway
+    from homarus.gateway.services.runs import final_payload
 
     gateway = build_gateway(paths, GatewayOptions())
     try:

@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 from homarus.config.loader import StatePaths, load_config
-from homarus.config.schema import resolve_bind_host
+from homarus.config.values import resolve_bind_host
 from homarus.errors import ConfigError
 from homarus.security.token_store import read_token
 
@@ -107,8 +107,8 @@ def _gateway_run(args: argparse.Namespace, paths: StatePaths) -> int:
             f"homarus gateway listening on ws://{scheme_host}:{server.bound_port} (http on the same port)", flush=True
         )
         print(f"config: {paths.config_path}{'' if gateway.config_store.current.exists else ' (defaults)'}", flush=True)
-        if gateway.auth_mode == "token" and not args.token and gateway.config.gateway.auth.token is None:
-            verb = "generated" if gateway.token_created else "stored"
+        if gateway.auth.mode == "token" and not args.token and gateway.config.gateway.auth.token is None:
+            verb = "generated" if gateway.auth.token_created else "stored"
             print(f"gateway token: {verb} in {paths.token_path} (mode 0600)", flush=True)
 
     previous = {sig: signal.signal(sig, after_graceful_stop) for sig in (signal.SIGINT, signal.SIGTERM)}

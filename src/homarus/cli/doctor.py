@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from homarus.config.loader import LoadedConfig, StatePaths, load_config
-from homarus.config.schema import is_loopback_host, resolve_bind_host
+from homarus.config.values import is_loopback_host, resolve_bind_host
 from homarus.errors import ConfigError, HomarusError
 from homarus.locking import read_lock_info
 from homarus.security.token_store import read_token

@@ -50,28 +50,11 @@ def run_plugins(args: argparse.Namespace, paths: StatePaths) -> int:
     return 2
 
 
-class _MethodNames:
-    """Stands in for the gateway's method registry: remembers the names registered into it."""
-
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def register(self, name: str, *args: Any, **kwargs: Any) -> None:
-        self.names.add(name)
-
-
 def core_method_names() -> frozenset[str]:
-    """The gateway's core method names, collected by running core registration into a recorder."""
-    from types import SimpleNamespace
+    """The gateway's core method names (from its method table: nothing is imported for them)."""
+    from homarus.gateway.methods import CORE_METHODS
 
-    from homarus.gateway.methods import register_core_methods
-
-    recorder = _MethodNames()
-    try:
-        register_core_methods(SimpleNamespace(methods=recorder))  # type: ignore[arg-type]
-    except Exception as exc:  # core registration came to need more of the gateway than its methods
-        _err(f"warning: could not list core gateway methods ({exc!r}); method conflicts are not checked")
-    return frozenset(recorder.names)
+    return frozenset(m.name for m in CORE_METHODS)
 
 
 def load_registry(config: HomarusConfig, paths: StatePaths) -> PluginRegistry:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -133,6 +134,14 @@ class AgentsConfig(ConfigModel):
     @property
     def ids(self) -> tuple[str, ...]:
         return tuple(e.id for e in self.list) or (DEFAULT_AGENT_ID,)
+
+    def workspace_for(self, agent_id: str, state_dir: Path) -> Path:
+        """The agent's workspace: its own ``workspace``, the default one, else under ``state_dir``."""
+        entry = next((a for a in self.list if a.id == agent_id), None)
+        raw = (entry.workspace if entry and entry.workspace else None) or self.defaults.workspace
+        if raw:
+            return Path(raw).expanduser()
+        return state_dir / ("workspace" if agent_id == self.default_id else f"workspace-{agent_id}")
 
 
 class QueueConfig(ConfigModel):

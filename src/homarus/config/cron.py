@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field, SecretStr
 
 from homarus.config.base import ConfigModel
@@ -25,3 +27,7 @@ class CronConfig(ConfigModel):
     #: sent as ``Authorization: Bearer`` with webhook deliveries
     webhook_token: SecretStr | None = None
     run_log: CronRunLogConfig = Field(default_factory=CronRunLogConfig)
+
+    def store_path(self, state_dir: Path) -> Path:
+        """The jobs file: ``store`` (relative to the state dir), else ``cron/jobs.json`` there."""
+        return (state_dir / Path(self.store).expanduser()) if self.store else state_dir / "cron" / "jobs.json"

@@ -1,181 +1,190 @@
-"""The configuration file's model tree.
+"""The configuration file's root: one section per top-level key, each validated on its own.
 
-Key names follow the original's `openclaw.json` (camelCase on disk, snake_case in Python) so
-its users recognise them. Every model forbids unknown keys: a typo fails fast instead of being
-silently ignored. Sections owned by later subsystems are added by them.
+Key names follow the original's `openclaw.json` (camelCase on disk, snake_case in Python) so its
+users recognise them. Every model forbids unknown keys: a typo fails fast instead of being
+silently ignored.
+
+A section's model lives in its own module and is imported only when needed: a section present in
+the file is validated when the file is loaded (a bad key still stops the start, with its path);
+a section the file does not mention gets its defaults the first time it is read. So a gateway pays
+the cost of building a section's pydantic models only for what its config says or its code reads
+(pydantic builds a model's validator when its class is created, about 1 ms per model here).
 """
 
 from __future__ import annotations
 
-import ipaddress
-import re
-from typing import Literal
+import importlib
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import BaseModel, ValidationError
+from pydantic_core import InitErrorDetails
 
-from homarus.config.agents import (
-    DEFAULT_AGENT_ID,
-    AgentEntry,
-    AgentsConfig,
-    AgentsDefaults,
-    MessagesConfig,
-    SubagentDefaults,
-)
-from homarus.config.automation import HooksConfig
-from homarus.config.base import ConfigModel
-from homarus.config.control_ui import ControlUiConfig
-from homarus.config.cron import CronConfig
-from homarus.config.http_api import GatewayHttpConfig
-from homarus.config.models import ModelsConfig
-from homarus.config.observability import LoggingConfig
-from homarus.config.plugins import PluginsConfig
-from homarus.config.skills import SkillsConfig
-from homarus.config.tools import ToolsConfig
+if TYPE_CHECKING:
+    from homarus.config.agents import AgentsConfig, MessagesConfig
+    from homarus.config.automation import HooksConfig
+    from homarus.config.cron import CronConfig
+    from homarus.config.gateway import GatewayConfig
+    from homarus.config.models import ModelsConfig
+    from homarus.config.observability import LoggingConfig
+    from homarus.config.plugins import PluginsConfig
+    from homarus.config.session import SessionConfig
+    from homarus.config.skills import SkillsConfig
+    from homarus.config.tools import ToolsConfig
 
-__all__ = [
-    "DEFAULT_AGENT_ID",
-    "DEFAULT_PORT",
-    "AgentEntry",
-    "AgentsConfig",
-    "AgentsDefaults",
-    "AuthConfig",
-    "AuthRateLimit",
-    "GatewayConfig",
-    "HomarusConfig",
-    "PluginsConfig",
-    "SessionConfig",
-    "SessionMaintenance",
-    "SubagentDefaults",
-    "is_loopback_host",
-    "parse_duration_ms",
-    "resolve_bind_host",
-]
+__all__ = ["SECTIONS", "HomarusConfig"]
 
-DEFAULT_PORT = 18789
+#: top-level key -> "module:Model" of its section
+SECTIONS: Final[dict[str, str]] = {
+    "gateway": "homarus.config.gateway:GatewayConfig",
+    "session": "homarus.config.session:SessionConfig",
+    "agents": "homarus.config.agents:AgentsConfig",
+    "models": "homarus.config.models:ModelsConfig",
+    "messages": "homarus.config.agents:MessagesConfig",
+    "tools": "homarus.config.tools:ToolsConfig",
+    "plugins": "homarus.config.plugins:PluginsConfig",
+    "hooks": "homarus.config.automation:HooksConfig",
+    "logging": "homarus.config.observability:LoggingConfig",
+    "cron": "homarus.config.cron:CronConfig",
+    "skills": "homarus.config.skills:SkillsConfig",
+}
+#: editor hint, ignored by the gateway (JSON Schema URL)
+SCHEMA_KEY: Final = "$schema"
 
 
-_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+def section_model(name: str) -> type[BaseModel]:
+    module, _, attr = SECTIONS[name].partition(":")
+    model: type[BaseModel] = getattr(importlib.import_module(module), attr)
+    return model
 
 
-def parse_duration_ms(text: str) -> int:
-    """``"30d"`` → milliseconds. Units: ms, s, m, h, d."""
-    match = re.fullmatch(r"(\d+)(ms|s|m|h|d)", text.strip())
-    if match is None:
-        raise ValueError(f"not a duration: {text!r} (use e.g. 500ms, 30s, 5m, 2h, 30d)")
-    return int(match.group(1)) * _UNITS_MS[match.group(2)]
+class HomarusConfig:
+    """The validated config: immutable, sections read as attributes (``config.gateway.port``)."""
 
+    __slots__ = ("_sections", "schema_")
 
-def resolve_bind_host(bind: str) -> str:
-    """Turn a bind mode or address into the host to listen on; ValueError when neither."""
-    if bind == "loopback":
-        return "127.0.0.1"
-    if bind == "lan":
-        return "0.0.0.0"
-    try:
-        return str(ipaddress.ip_address(bind))
-    except ValueError:
-        raise ValueError(f"bind must be 'loopback', 'lan' or an IP address, not {bind!r}") from None
+    def __init__(self, schema_: str | None = None, **sections: BaseModel) -> None:
+        self.schema_ = schema_
+        self._sections: dict[str, BaseModel] = dict(sections)
 
-
-def is_loopback_host(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
-class AuthRateLimit(ConfigModel):
-    """Failed-auth limiter: after ``max_attempts`` failures in ``window_ms`` lock out for ``lockout_ms``."""
-
-    max_attempts: int = Field(10, ge=1, le=10_000)
-    window_ms: int = Field(60_000, ge=1_000)
-    lockout_ms: int = Field(300_000, ge=0)
-    # Unlike the original we do not exempt loopback by default: a local process flooding
-    # guesses is exactly what the limiter is for, and a proxy in front makes everyone local.
-    exempt_loopback: bool = False
-
-
-class AuthConfig(ConfigModel):
-    mode: Literal["token", "password", "none"] = "token"
-    token: SecretStr | None = None
-    password: SecretStr | None = None
-    rate_limit: AuthRateLimit = Field(default_factory=AuthRateLimit)
-
-    @field_validator("token", "password")
     @classmethod
-    def _not_blank(cls, v: SecretStr | None) -> SecretStr | None:
-        if v is not None and len(v.get_secret_value().strip()) < 8:
-            raise ValueError("must be at least 8 characters")
-        return v
+    def model_validate(cls, data: Any) -> HomarusConfig:
+        """Validate the sections ``data`` has; raises pydantic's ValidationError with full locations."""
+        if not isinstance(data, Mapping):
+            raise _validation_error(
+                [{"type": "model_type", "loc": (), "input": data, "ctx": {"class_name": cls.__name__}}]
+            )
+        errors: list[InitErrorDetails] = []
+        sections: dict[str, BaseModel] = {}
+        for key, value in data.items():
+            if key == SCHEMA_KEY:
+                if value is not None and not isinstance(value, str):
+                    errors.append({"type": "string_type", "loc": (key,), "input": value})
+            elif key not in SECTIONS:
+                errors.append({"type": "extra_forbidden", "loc": (key,), "input": value})
+            else:
+                try:
+                    sections[key] = section_model(key).model_validate(value)
+                except ValidationError as exc:
+                    errors.extend(_nested(key, exc))
+        if errors:
+            raise _validation_error(errors)
+        schema = data.get(SCHEMA_KEY)
+        config = cls(schema if isinstance(schema, str) else None, **sections)
+        if "hooks" in sections and "gateway" in sections:
+            config._check_hook_token()
+        return config
 
-    @model_validator(mode="after")
-    def _password_present(self) -> AuthConfig:
-        if self.mode == "password" and self.password is None:
-            raise ValueError("auth.mode 'password' needs gateway.auth.password")
-        return self
-
-
-class GatewayToolsConfig(ConfigModel):
-    """Tools over HTTP (`/tools/invoke`): ``deny`` extends the built-in deny list, ``allow`` shrinks it."""
-
-    allow: tuple[str, ...] = ()
-    deny: tuple[str, ...] = ()
-
-
-class GatewayConfig(ConfigModel):
-    port: int = Field(DEFAULT_PORT, ge=0, le=65535)
-    #: "loopback" (127.0.0.1), "lan" (0.0.0.0) or a literal IP address
-    bind: str = "loopback"
-    auth: AuthConfig = Field(default_factory=AuthConfig)
-    tools: GatewayToolsConfig = Field(default_factory=GatewayToolsConfig)
-    control_ui: ControlUiConfig = Field(default_factory=ControlUiConfig)
-    http: GatewayHttpConfig = Field(default_factory=GatewayHttpConfig)
-
-    @field_validator("bind")
-    @classmethod
-    def _bind_ok(cls, v: str) -> str:
-        resolve_bind_host(v)
-        return v
-
-
-class SessionMaintenance(ConfigModel):
-    """Keeps sessions.json bounded: ``warn`` only logs, ``enforce`` prunes (main sessions are kept)."""
-
-    mode: Literal["warn", "enforce"] = "warn"
-    prune_after: str = Field("30d", pattern=r"^\d+(ms|s|m|h|d)$")
-    max_entries: int = Field(500, ge=1, le=1_000_000)
-
-    @property
-    def prune_after_ms(self) -> int:
-        return parse_duration_ms(self.prune_after)
-
-
-class SessionConfig(ConfigModel):
-    main_key: str = Field("main", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
-    scope: Literal["per-sender", "global"] = "per-sender"
-    maintenance: SessionMaintenance = Field(default_factory=SessionMaintenance)
-
-
-class HomarusConfig(ConfigModel):
-    #: editor hint, ignored by the gateway (JSON Schema URL)
-    schema_: str | None = Field(None, alias="$schema")
-    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
-    session: SessionConfig = Field(default_factory=SessionConfig)
-    agents: AgentsConfig = Field(default_factory=AgentsConfig)
-    models: ModelsConfig = Field(default_factory=ModelsConfig)
-    messages: MessagesConfig = Field(default_factory=MessagesConfig)
-    tools: ToolsConfig = Field(default_factory=ToolsConfig)
-    plugins: PluginsConfig = Field(default_factory=PluginsConfig)
-    hooks: HooksConfig = Field(default_factory=HooksConfig)
-    logging: LoggingConfig = Field(default_factory=LoggingConfig)
-    cron: CronConfig = Field(default_factory=CronConfig)
-    skills: SkillsConfig = Field(default_factory=SkillsConfig)
-
-    @model_validator(mode="after")
-    def _hook_token_distinct(self) -> HomarusConfig:
+    def _check_hook_token(self) -> None:
         hook, gw = self.hooks.token, self.gateway.auth.token
         if hook is not None and gw is not None and hook.get_secret_value() == gw.get_secret_value():
-            raise ValueError(
+            message = (
                 "hooks.token must differ from gateway.auth.token (a leaked webhook secret must not open the gateway)"
             )
-        return self
+            raise _validation_error([{"type": "value_error", "loc": (), "input": None, "ctx": {"error": message}}])
+
+    def section(self, name: str) -> BaseModel:
+        """The section ``name`` (its defaults, built now, when the file does not have it)."""
+        found = self._sections.get(name)
+        if found is None:
+            found = self._sections[name] = section_model(name)()
+        return found
+
+    def model_dump(self, **kwargs: Any) -> dict[str, Any]:
+        """Every section dumped like a pydantic model (``by_alias`` gives the file's keys)."""
+        key = SCHEMA_KEY if kwargs.get("by_alias") else "schema_"
+        out: dict[str, Any] = {}
+        if self.schema_ is not None or not kwargs.get("exclude_none"):
+            out[key] = self.schema_
+        for name in SECTIONS:
+            out[name] = self.section(name).model_dump(**kwargs)
+        return out
+
+    def model_dump_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.model_dump(mode="json", **kwargs), ensure_ascii=False)
+
+    def __repr__(self) -> str:
+        # the sections built so far; pydantic's reprs mask secrets
+        inner = ", ".join(f"{name}={self._sections[name]!r}" for name in SECTIONS if name in self._sections)
+        return f"HomarusConfig({inner})"
+
+    # -- the sections, typed ------------------------------------------------------------------
+    @property
+    def gateway(self) -> GatewayConfig:
+        return self.section("gateway")  # type: ignore[return-value]
+
+    @property
+    def session(self) -> SessionConfig:
+        return self.section("session")  # type: ignore[return-value]
+
+    @property
+    def agents(self) -> AgentsConfig:
+        return self.section("agents")  # type: ignore[return-value]
+
+    @property
+    def models(self) -> ModelsConfig:
+        return self.section("models")  # type: ignore[return-value]
+
+    @property
+    def messages(self) -> MessagesConfig:
+        return self.section("messages")  # type: ignore[return-value]
+
+    @property
+    def tools(self) -> ToolsConfig:
+        return self.section("tools")  # type: ignore[return-value]
+
+    @property
+    def plugins(self) -> PluginsConfig:
+        return self.section("plugins")  # type: ignore[return-value]
+
+    @property
+    def hooks(self) -> HooksConfig:
+        return self.section("hooks")  # type: ignore[return-value]
+
+    @property
+    def logging(self) -> LoggingConfig:
+        return self.section("logging")  # type: ignore[return-value]
+
+    @property
+    def cron(self) -> CronConfig:
+        return self.section("cron")  # type: ignore[return-value]
+
+    @property
+    def skills(self) -> SkillsConfig:
+        return self.section("skills")  # type: ignore[return-value]
+
+
+def _nested(section: str, exc: ValidationError) -> list[InitErrorDetails]:
+    """A section's errors, located from the root of the file."""
+    out: list[InitErrorDetails] = []
+    for err in exc.errors():
+        detail: InitErrorDetails = {"type": err["type"], "loc": (section, *err["loc"]), "input": err["input"]}
+        if "ctx" in err:
+            detail["ctx"] = err["ctx"]
+        out.append(detail)
+    return out
+
+
+def _validation_error(errors: list[InitErrorDetails]) -> ValidationError:
+    return ValidationError.from_exception_data(HomarusConfig.__name__, errors)

@@ -75,16 +75,34 @@ class CronScheduler:
         self._catch_up: set[str] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._persist_task: asyncio.Task[None] | None = None
         self._stopping = False
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def start(self) -> None:
         """Load the store, mark missed runs for catch-up and arm the timer (when enabled)."""
+        await asyncio.to_thread(self._load)
+        if self._prepare():
+            await self.store.persist()
+        self._arm()
+
+    def start_now(self) -> None:
+        """:meth:`start` from synchronous code, for a store read on first use (it is missing or
+        was written by this process); a needed rewrite is written in the background."""
+        self._load()
+        if self._prepare():
+            self._persist_task = asyncio.create_task(self.store.persist(), name="cron-persist")
+        self._arm()
+
+    def _load(self) -> None:
         try:
-            await asyncio.to_thread(self.store.load)
+            self.store.load()
         except CronStoreCorrupt as exc:
             self.load_error = exc.message
             log.error("cron: %s", exc.message)
+
+    def _prepare(self) -> bool:
+        """Clear runs cut short, compute missing next runs, queue missed ones; True if jobs changed."""
         now = self.clock()
         changed = False
         for job in self.store.jobs.values():
@@ -106,8 +124,9 @@ class CronScheduler:
                     job.name,
                     st.next_run_at_ms,
                 )
-        if changed:
-            await self.store.persist()
+        return changed
+
+    def _arm(self) -> None:
         self._stopping = False
         if self.enabled:
             self._task = asyncio.create_task(self._loop(), name="cron-timer")

@@ -1,11 +1,13 @@
 """Method registry and dispatch: name → (scope, params model, handler).
 
 Core and plugins register into the same registry; a second registration of a name is an
-error naming both owners, never a silent override.
+error naming both owners, never a silent override. Core methods are registered lazily
+(:class:`LazyMethod`): name and scope up front, the handler module imported on the first call.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -17,9 +19,18 @@ from homarus.protocol.validation import format_errors
 from homarus.security.scopes import ADMIN, RESERVED_ADMIN_PREFIXES, require_scope
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
-__all__ = ["AnyParams", "ClientInfo", "EmptyParams", "MethodCall", "MethodRegistry", "MethodSpec", "Params"]
+__all__ = [
+    "AnyParams",
+    "ClientInfo",
+    "EmptyParams",
+    "LazyMethod",
+    "MethodCall",
+    "MethodRegistry",
+    "MethodSpec",
+    "Params",
+]
 
 Handler = Callable[["MethodCall", Any], Awaitable[Any]]
 
@@ -76,7 +87,7 @@ class ClientInfo:
 class MethodCall:
     """One request being handled: who asked, what for, and the gateway that serves it."""
 
-    gateway: Gateway
+    gateway: GatewayContext
     client: ClientInfo
     request_id: str
     method: str
@@ -99,9 +110,28 @@ class MethodSpec:
     roles: tuple[str, ...] = field(default=("operator",))
 
 
+@dataclass(frozen=True, slots=True)
+class LazyMethod:
+    """A method known by name and scope; ``target`` (``package.module:function``) and the params
+    model (a class name in that module) are imported on the first call."""
+
+    name: str
+    target: str
+    scope: str | None
+    params: str | None = None
+    advertised: bool = True
+    roles: tuple[str, ...] = ("operator",)
+
+    def load(self) -> MethodSpec:
+        module_name, _, attr = self.target.partition(":")
+        module = importlib.import_module(module_name)
+        params = getattr(module, self.params) if self.params else EmptyParams
+        return MethodSpec(self.name, self.scope, getattr(module, attr), params, "core", self.advertised, self.roles)
+
+
 class MethodRegistry:
     def __init__(self) -> None:
-        self._specs: dict[str, MethodSpec] = {}
+        self._specs: dict[str, MethodSpec | LazyMethod] = {}
 
     def register(
         self,
@@ -116,20 +146,35 @@ class MethodRegistry:
     ) -> MethodSpec:
         if not name or name != name.strip():
             raise RegistrationError(f"invalid method name {name!r}")
-        if name in self._specs:
-            prior = self._specs[name].owner
-            raise RegistrationError(
-                f"method {name!r} is already registered by {prior!r}; {owner!r} cannot register it again",
-                details={"method": name, "owner": prior, "conflictingOwner": owner},
-            )
         if owner != "core" and name.startswith(RESERVED_ADMIN_PREFIXES):
             scope = ADMIN  # reserved namespaces stay admin-only whatever a plugin declares
         spec = MethodSpec(name, scope, handler, params, owner, advertised, roles)
-        self._specs[name] = spec
+        self._add(spec, owner)
         return spec
 
+    def register_lazy(self, method: LazyMethod) -> None:
+        """A core method whose module is imported on its first call."""
+        self._add(method, "core")
+
+    def _add(self, spec: MethodSpec | LazyMethod, owner: str) -> None:
+        if spec.name in self._specs:
+            prior = self._owner(self._specs[spec.name])
+            raise RegistrationError(
+                f"method {spec.name!r} is already registered by {prior!r}; {owner!r} cannot register it again",
+                details={"method": spec.name, "owner": prior, "conflictingOwner": owner},
+            )
+        self._specs[spec.name] = spec
+
+    @staticmethod
+    def _owner(spec: MethodSpec | LazyMethod) -> str:
+        return spec.owner if isinstance(spec, MethodSpec) else "core"
+
     def get(self, name: str) -> MethodSpec | None:
-        return self._specs.get(name)
+        """The method ``name`` with its handler (importing it now if it was registered lazily)."""
+        spec = self._specs.get(name)
+        if isinstance(spec, LazyMethod):
+            spec = self._specs[name] = spec.load()
+        return spec
 
     def names(self) -> list[str]:
         return sorted(self._specs)
@@ -142,14 +187,15 @@ class MethodRegistry:
 
     async def dispatch(self, call: MethodCall, params: Any) -> Any:
         """Authorize, validate and run one call; raises HomarusError subclasses on refusal."""
-        spec = self._specs.get(call.method)
+        known = self._specs.get(call.method)
         client = call.client
         if call.method != "health":
-            roles = spec.roles if spec is not None else ("operator",)
+            roles = known.roles if known is not None else ("operator",)
             if client.role not in roles:
                 raise InvalidRequest(f"unauthorized role: {client.role}")
             if client.role == "operator":
-                require_scope(call.method, spec.scope if spec else None, client.scopes)
+                require_scope(call.method, known.scope if known else None, client.scopes)
+        spec = self.get(call.method)  # authorised first: an unauthorised caller imports nothing
         if spec is None:
             raise InvalidRequest(f"unknown method: {call.method}")
         try:

@@ -1,33 +1,39 @@
-"""Run the gateway under uvicorn: bind, serve, and shut down gracefully on SIGINT/SIGTERM."""
+"""Run the gateway under uvicorn: the ASGI root, the route table, and a graceful shutdown.
+
+The ASGI root sends WebSocket upgrades (any path) to the WS adapter and everything else to the
+HTTP app. Each HTTP surface is mounted by path and imported on its first request
+(:class:`~homarus.gateway.http.lazy.LazyMount`), so an unused surface costs nothing.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import socket
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
-from starlette.routing import Route
+from starlette.applications import Starlette
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.config import Config as UvicornConfig
 from uvicorn.server import Server as UvicornServer
 
 from homarus.config.loader import StatePaths
 from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
-from homarus.gateway.control_ui import control_ui_routes
-from homarus.gateway.hooks_http import hooks_routes
-from homarus.gateway.http import build_asgi
-from homarus.gateway.openai_http import openai_routes
-from homarus.gateway.plugin_wiring import plugin_routes
-from homarus.gateway.session_http import session_routes
-from homarus.gateway.tools_http import tools_invoke_route
-from homarus.gateway.uvicorn_ws import protocol_class
+from homarus.gateway.http.asgi import build_http_app, probe_routes
+from homarus.gateway.http.control_ui import control_ui_routes
+from homarus.gateway.http.lazy import LazyMount
+from homarus.gateway.ws.connection import WSConnection
+from homarus.gateway.ws.uvicorn_ws import protocol_class
 from homarus.protocol.limits import MAX_PAYLOAD_BYTES
 
-__all__ = ["GatewayServer", "build_gateway", "serve"]
+__all__ = ["GatewayServer", "build_asgi", "build_gateway", "make_server", "serve"]
 
 log = logging.getLogger("homarus.gateway")
+_HTTP = "homarus.gateway.http."
 
 
 class GatewayServer(UvicornServer):
@@ -52,19 +58,42 @@ class GatewayServer(UvicornServer):
 def build_gateway(paths: StatePaths, options: GatewayOptions | None = None) -> Gateway:
     store = ConfigStore.open(paths)
     gateway = Gateway(paths, store, options)
-    gateway.check_bind_policy()
+    gateway.auth.check_bind_policy(gateway.host)
     return gateway
 
 
-def _routes(gateway: Gateway) -> list[Route]:
-    return [
-        tools_invoke_route(gateway),
-        *session_routes(gateway),
-        *openai_routes(gateway),
-        *hooks_routes(gateway),
-        *plugin_routes(gateway, gateway.plugins),
-        *control_ui_routes(gateway),  # its catch-all GET must stay last
+def _routes(gateway: Gateway) -> list[BaseRoute]:
+    routes: list[BaseRoute] = [
+        LazyMount("/tools/invoke", _HTTP + "tools_invoke:tools_invoke_routes", gateway),
+        LazyMount("/sessions", _HTTP + "session_history:session_routes", gateway),
+        LazyMount("/v1", _HTTP + "openai_chat:openai_routes", gateway),
+        LazyMount(lambda: gateway.config.hooks.path, _HTTP + "hooks:hooks_routes", gateway),
     ]
+    if gateway.built("extensions"):
+        from homarus.gateway.http.plugin_routes import plugin_routes
+
+        routes += plugin_routes(gateway, gateway.plugins)
+    return [*routes, *control_ui_routes(gateway)]  # the UI's catch-all GET must stay last
+
+
+def build_asgi(gateway: Gateway, extra_routes: Sequence[BaseRoute] = ()) -> ASGIApp:
+    """The ASGI root: WebSocket upgrades to the WS adapter, the rest to the HTTP app."""
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await gateway.startup()
+        yield
+        await gateway.shutdown()
+
+    http_app = build_http_app([*probe_routes(gateway), *extra_routes], lifespan)
+
+    async def root(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "websocket":
+            await WSConnection(gateway, gateway.ws, dict(scope), receive, send).run()
+            return
+        await http_app(scope, receive, send)
+
+    return root
 
 
 def make_server(gateway: Gateway, *, sock: socket.socket | None = None, log_level: str = "warning") -> GatewayServer:

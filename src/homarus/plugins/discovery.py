@@ -33,6 +33,7 @@ from typing import Any
 
 from homarus.config.plugins import PluginsConfig
 from homarus.plugins.manifest import MANIFEST_FILE, ManifestError, PluginManifest, parse_manifest, read_manifest
+from homarus.plugins.presence import ENTRY_POINT_GROUP
 from homarus.plugins.registry import Diagnostic, Origin
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
     "discover_plugins",
 ]
 
-ENTRY_POINT_GROUP = "homarus.plugins"
 _RANK: dict[Origin, int] = {"config": 0, "entrypoint": 1, "bundled": 2, "global": 3, "workspace": 4, "path": 5}
 
 

@@ -35,10 +35,7 @@ FAILED = "plugin failed during register"
 
 def default_workspace(config: HomarusConfig, state_dir: Path) -> Path:
     """The default agent's workspace (where ``.homarus/extensions/`` is looked for)."""
-    agent_id = config.agents.default_id
-    entry = next((a for a in config.agents.list if a.id == agent_id), None)
-    raw = (entry.workspace if entry and entry.workspace else None) or config.agents.defaults.workspace
-    return Path(raw).expanduser() if raw else state_dir / "workspace"
+    return config.agents.workspace_for(config.agents.default_id, state_dir)
 
 
 def module_name_for(plugin_id: str) -> str:

@@ -1,45 +1,84 @@
-"""Core gateway methods, one module per family; each exposes ``register(gateway)``."""
+"""The core gateway methods, one module per family, registered from this table.
+
+Each row names a method, the scope it needs and where its handler and params model live
+(``module:function`` inside this package). The registry knows every name and scope from the
+table alone, so ``hello-ok`` can advertise them and a call can be authorised without importing
+anything; a family's module is imported the first time one of its methods is called.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
-from homarus.gateway.methods import (
-    agent,
-    chat,
-    config,
-    cron,
-    health,
-    heartbeat,
-    logs,
-    memory,
-    plugins,
-    sessions,
-    skills,
-    status,
-    tools,
-)
+from homarus.gateway.router import LazyMethod
+from homarus.security.scopes import ADMIN, APPROVALS, READ, WRITE
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.router import MethodRegistry
 
-__all__ = ["register_core_methods"]
+__all__ = ["CORE_METHODS", "register_core_methods"]
+
+_M = LazyMethod
+_P = __name__ + "."
+
+CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
+    _M("health", _P + "health:health", None, "HealthParams"),
+    _M("system-presence", _P + "health:system_presence", READ),
+    _M("status", _P + "status:status", READ),
+    _M("config.get", _P + "config:config_get", READ),
+    _M("config.set", _P + "config:config_set", ADMIN, "ConfigWriteParams"),
+    _M("config.apply", _P + "config:config_apply", ADMIN, "ConfigWriteParams"),
+    _M("config.patch", _P + "config:config_patch", ADMIN, "ConfigWriteParams"),
+    _M("connect", _P + "config:second_connect", ADMIN, "AnyParams", advertised=False),
+    _M("sessions.list", _P + "sessions:sessions_list", READ, "ListParams"),
+    _M("sessions.get", _P + "sessions:sessions_get", READ, "GetParams", advertised=False),
+    _M("sessions.preview", _P + "sessions:sessions_preview", READ, "PreviewParams"),
+    _M("sessions.resolve", _P + "sessions:sessions_resolve", READ, "ResolveParams", advertised=False),
+    _M("sessions.subscribe", _P + "sessions:sessions_subscribe", READ),
+    _M("sessions.unsubscribe", _P + "sessions:sessions_unsubscribe", READ),
+    _M("sessions.create", _P + "sessions:sessions_create", WRITE, "CreateParams"),
+    _M("sessions.patch", _P + "sessions:sessions_patch", ADMIN, "SessionPatch"),
+    _M("sessions.reset", _P + "sessions:sessions_reset", ADMIN, "ResetParams"),
+    _M("sessions.delete", _P + "sessions:sessions_delete", ADMIN, "DeleteParams"),
+    _M("agent", _P + "agent:agent", WRITE, "AgentParams"),
+    _M("agent.wait", _P + "agent:agent_wait", WRITE, "WaitParams"),
+    _M("chat.send", _P + "chat:chat_send", WRITE, "ChatSendParams"),
+    _M("chat.history", _P + "chat:chat_history", READ, "HistoryParams"),
+    _M("chat.abort", _P + "chat:chat_abort", WRITE, "AbortParams"),
+    _M("chat.inject", _P + "chat:chat_inject", ADMIN, "InjectParams", advertised=False),
+    _M("plugins.list", _P + "plugins:plugins_list", READ),
+    _M("tools.catalog", _P + "tools:tools_catalog", READ, "CatalogParams"),
+    _M("tools.effective", _P + "tools:tools_effective", READ, "EffectiveParams"),
+    _M("wake", _P + "heartbeat:wake", WRITE, "WakeParams"),
+    _M("system-event", _P + "heartbeat:system_event", ADMIN, "SystemEventParams"),
+    _M("last-heartbeat", _P + "heartbeat:last_heartbeat", READ),
+    _M("set-heartbeats", _P + "heartbeat:set_heartbeats", ADMIN, "SetHeartbeatsParams"),
+    _M("logs.tail", _P + "logs:logs_tail", READ, "TailParams"),
+    _M("cron.status", _P + "cron:cron_status", READ),
+    _M("cron.list", _P + "cron:cron_list", READ, "ListParams"),
+    _M("cron.runs", _P + "cron:cron_runs", READ, "RunsParams"),
+    _M("cron.add", _P + "cron:cron_add", ADMIN, "AddParams"),
+    _M("cron.update", _P + "cron:cron_update", ADMIN, "UpdateParams"),
+    _M("cron.remove", _P + "cron:cron_remove", ADMIN, "RemoveParams"),
+    _M("cron.run", _P + "cron:cron_run", ADMIN, "RunParams"),
+    _M("skills.status", _P + "skills:skills_status", READ, "StatusParams"),
+    _M("skills.detail", _P + "skills:skills_detail", READ, "DetailParams"),
+    _M("skills.install", _P + "skills:skills_install", ADMIN, "InstallParams"),
+    _M("skills.update", _P + "skills:skills_update", ADMIN, "UpdateParams"),
+    _M("memory.status", _P + "memory:memory_status", READ, "StatusParams"),
+    _M("memory.search", _P + "memory:memory_search", READ, "SearchParams"),
+    _M("plugin.approval.request", _P + "approvals:approval_request", APPROVALS, "RequestParams"),
+    _M("plugin.approval.waitDecision", _P + "approvals:approval_wait", APPROVALS, "IdParams"),
+    _M("plugin.approval.list", _P + "approvals:approval_list", APPROVALS),
+    _M("plugin.approval.resolve", _P + "approvals:approval_resolve", APPROVALS, "ResolveParams"),
+    _M("exec.approval.request", _P + "exec_approvals:approval_request", APPROVALS, "RequestParams"),
+    _M("exec.approval.get", _P + "exec_approvals:approval_get", APPROVALS, "IdParams"),
+    _M("exec.approval.list", _P + "exec_approvals:approval_list", APPROVALS),
+    _M("exec.approval.waitDecision", _P + "exec_approvals:approval_wait", APPROVALS, "WaitParams"),
+    _M("exec.approval.resolve", _P + "exec_approvals:approval_resolve", APPROVALS, "ResolveParams"),
+)
 
 
-def register_core_methods(gateway: Gateway) -> None:
-    for family in (
-        health,
-        status,
-        config,
-        sessions,
-        agent,
-        chat,
-        plugins,
-        tools,
-        heartbeat,
-        logs,
-        cron,
-        skills,
-        memory,
-    ):
-        family.register(gateway)
+def register_core_methods(methods: MethodRegistry) -> None:
+    for method in CORE_METHODS:
+        methods.register_lazy(method)

@@ -9,32 +9,21 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
-from homarus.agents.runs import RunOutcome
-from homarus.agents.runtime import RunRequest
+from homarus.agents.request import RunRequest
 from homarus.errors import InvalidRequest, Unavailable
-from homarus.gateway.methods.sessions import emit_session_changed
-from homarus.gateway.plugin_wiring import run_command
 from homarus.gateway.router import MethodCall, Params
-from homarus.security.scopes import ADMIN, WRITE
+from homarus.gateway.services.plugins import run_command
+from homarus.gateway.services.runs import RunFailed, final_payload, run_and_finish, start_run
+from homarus.gateway.services.session_events import emit_session_changed
+from homarus.security.scopes import ADMIN
 
-if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
-
-__all__ = ["RunFailed", "register", "start_run"]
+__all__ = ["agent", "agent_wait"]
 
 _Idem = Field(alias="idempotencyKey", min_length=1, max_length=256)
-
-
-class RunFailed(Unavailable):
-    """A run ended in error; the response also carries a payload describing it."""
-
-    def __init__(self, message: str, payload: dict[str, Any]) -> None:
-        super().__init__(message)
-        self.payload = payload
 
 
 class AgentParams(Params):
@@ -67,65 +56,6 @@ def _model_ref(p: AgentParams) -> str | None:
     if p.provider and p.model:
         return f"{p.provider}/{p.model}"
     return p.model
-
-
-def final_payload(outcome: RunOutcome) -> dict[str, Any]:
-    return {
-        "runId": outcome.run_id,
-        "status": "ok" if outcome.status != "error" else "error",
-        "summary": "completed" if outcome.status == "ok" else outcome.status,
-        "result": outcome.to_payload(),
-    }
-
-
-async def start_run(gateway: Gateway, req: RunRequest, kind: str, params: dict[str, Any]) -> tuple[bool, Any]:
-    """Journal ``req`` as accepted; returns (created, previous record when it already existed)."""
-    record, created = await asyncio.to_thread(
-        gateway.journal.accept,
-        req.run_id,
-        kind,
-        params,
-        session_key=req.session_key.canonical,
-        agent_id=req.session_key.agent_id,
-        lane=req.lane,
-    )
-    return created, record
-
-
-async def run_and_finish(gateway: Gateway, req: RunRequest, kind: str) -> RunOutcome:
-    """Run ``req`` through the runtime and record its end in the journal and the dedupe cache."""
-    await asyncio.to_thread(gateway.journal.mark_started, req.run_id)
-    try:
-        outcome = await gateway.runtime.submit(req)
-    except Exception as exc:
-        message = getattr(exc, "message", None) or f"{type(exc).__name__}"
-        outcome = RunOutcome(
-            req.run_id,
-            req.session_key.canonical,
-            "error",
-            error=message,
-            started_at=int(time.time() * 1000),
-            ended_at=int(time.time() * 1000),
-        )
-    payload = final_payload(outcome)
-    status = outcome.status if outcome.status != "aborted" else "aborted"
-    await asyncio.to_thread(
-        gateway.journal.finish,
-        req.run_id,
-        status,
-        result=payload,
-        error={"message": outcome.error} if outcome.error else None,
-    )
-    ok = outcome.status != "error"
-    gateway.dedupe.put(
-        f"{kind}:{req.run_id}",
-        outcome.status,
-        ok=ok,
-        payload=payload,
-        error=None if ok else {"code": "UNAVAILABLE", "message": outcome.error or "run failed"},
-    )
-    gateway.run_events.finished(req.run_id, outcome.status, outcome.started_at, outcome.ended_at, outcome.error)
-    return outcome
 
 
 async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
@@ -255,8 +185,3 @@ def _wait_result(
         if status == "interrupted":
             out["interrupted"] = True
     return out
-
-
-def register(gateway: Gateway) -> None:
-    gateway.methods.register("agent", agent, scope=WRITE, params=AgentParams)
-    gateway.methods.register("agent.wait", agent_wait, scope=WRITE, params=WaitParams)

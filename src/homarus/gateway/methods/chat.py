@@ -3,32 +3,27 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import time
-import unicodedata
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 from pydantic import Field
 
 from homarus.agents.prompt import strip_silent
-from homarus.agents.runtime import RunRequest
+from homarus.agents.request import RunRequest
 from homarus.errors import InvalidRequest, NotFound
-from homarus.gateway.chat_commands import core_command
-from homarus.gateway.methods.agent import run_and_finish, start_run
-from homarus.gateway.methods.sessions import emit_session_changed
-from homarus.gateway.plugin_wiring import run_command
 from homarus.gateway.router import MethodCall, Params
+from homarus.gateway.services.chat_commands import core_command
+from homarus.gateway.services.inbound import sanitize_message
+from homarus.gateway.services.plugins import run_command
+from homarus.gateway.services.runs import run_and_finish, start_run
+from homarus.gateway.services.session_events import emit_session_changed
 from homarus.messages import AssistantMessage, TextContent
-from homarus.security.scopes import ADMIN, READ, WRITE
+from homarus.security.scopes import READ
 from homarus.sessions.views import visible_messages
 
-if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+__all__: list[str] = []
 
-__all__ = ["register", "sanitize_message"]
-
-_CONTROL = re.compile(r"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
 STOP_COMMANDS = frozenset({"/stop", "/abort", "stop!"})
 HISTORY_DEFAULT_MAX_CHARS = 12_000
 HISTORY_ROW_MAX_BYTES = 128 * 1024
@@ -61,13 +56,6 @@ class InjectParams(Params):
     session_key: str = Field(alias="sessionKey", min_length=1, max_length=512)
     message: str = Field(min_length=1, max_length=1_000_000)
     label: str | None = Field(default=None, max_length=100)
-
-
-def sanitize_message(text: str) -> str:
-    """NFC, no NUL (refused), other C0 controls except tab/newline/CR and DEL removed."""
-    if "\x00" in text:
-        raise InvalidRequest("message must not contain null bytes")
-    return _CONTROL.sub("", unicodedata.normalize("NFC", text))
 
 
 async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
@@ -240,11 +228,3 @@ async def chat_inject(call: MethodCall, p: InjectParams) -> dict[str, Any]:
         guard=READ,
     )
     return {"ok": True, "messageId": message_id}
-
-
-def register(gateway: Gateway) -> None:
-    m = gateway.methods
-    m.register("chat.send", chat_send, scope=WRITE, params=ChatSendParams)
-    m.register("chat.history", chat_history, scope=READ, params=HistoryParams)
-    m.register("chat.abort", chat_abort, scope=WRITE, params=AbortParams)
-    m.register("chat.inject", chat_inject, scope=ADMIN, params=InjectParams, advertised=False)

@@ -6,7 +6,7 @@ rule (no lost updates between two editors) and a budget of 3 writes per 60 s per
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import json5
 from pydantic import Field
@@ -17,12 +17,9 @@ from homarus.config.store import ConfigStore, WriteResult
 from homarus.errors import ConfigError, InvalidRequest, RateLimited
 from homarus.gateway.router import AnyParams, EmptyParams, MethodCall, Params
 from homarus.security.ratelimit import ceil_seconds
-from homarus.security.scopes import ADMIN, READ
+from homarus.security.scopes import ADMIN
 
-if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
-
-__all__ = ["register"]
+__all__: list[str] = []
 
 
 class ConfigWriteParams(Params):
@@ -161,13 +158,5 @@ async def config_patch(call: MethodCall, params: ConfigWriteParams) -> dict[str,
     return _write(call, params, "patch")
 
 
-def register(gateway: Gateway) -> None:
-    gateway.methods.register("config.get", config_get, scope=READ)
-    gateway.methods.register("config.set", config_set, scope=ADMIN, params=ConfigWriteParams)
-    gateway.methods.register("config.apply", config_apply, scope=ADMIN, params=ConfigWriteParams)
-    gateway.methods.register("config.patch", config_patch, scope=ADMIN, params=ConfigWriteParams)
-    gateway.methods.register("connect", _second_connect, scope=ADMIN, params=AnyParams, advertised=False)
-
-
-async def _second_connect(call: MethodCall, params: Any) -> None:
+async def second_connect(call: MethodCall, params: AnyParams) -> None:
     raise InvalidRequest("connect is only valid as the first request")

@@ -1,26 +1,20 @@
 """`cron.list`, `cron.status`, `cron.runs` (read) and `cron.add/update/remove/run` (admin).
 
 The handlers are thin: the job itself is validated by ``homarus.cron`` (one place for the rules
-the methods, the model's ``cron`` tool and the CLI share). The service lives in
-``runtime.services["cron"]`` once ``cron_wiring.start_cron`` ran; before that the methods answer
-``UNAVAILABLE``.
+the methods, the model's ``cron`` tool and the CLI share). The service is the gateway's ``cron``,
+loaded and started on first use when no job store existed at start.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from homarus.cron.service import CronService
-from homarus.errors import InvalidRequest, Unavailable
+from homarus.errors import InvalidRequest
 from homarus.gateway.router import EmptyParams, MethodCall, Params
-from homarus.security.scopes import ADMIN, READ
 
-if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
-
-__all__ = ["register", "service_of"]
+__all__: list[str] = []
 
 _JOB_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
 
@@ -85,19 +79,12 @@ class RunsParams(_JobRef):
     offset: int = Field(default=0, ge=0)
 
 
-def service_of(gateway: Gateway) -> CronService:
-    service = gateway.runtime.services.get("cron")
-    if not isinstance(service, CronService):
-        raise Unavailable("cron is not running", retryable=True)
-    return service
-
-
 async def cron_status(call: MethodCall, p: EmptyParams) -> dict[str, Any]:
-    return service_of(call.gateway).status()
+    return call.gateway.cron.status()
 
 
 async def cron_list(call: MethodCall, p: ListParams) -> dict[str, Any]:
-    return service_of(call.gateway).list_jobs(
+    return call.gateway.cron.list_jobs(
         include_disabled=p.include_disabled,
         limit=p.limit,
         offset=p.offset,
@@ -110,33 +97,22 @@ async def cron_list(call: MethodCall, p: ListParams) -> dict[str, Any]:
 
 async def cron_add(call: MethodCall, p: AddParams) -> dict[str, Any]:
     spec = p.model_dump(by_alias=True, exclude_none=True)
-    return await service_of(call.gateway).add(spec, default_agent_id=call.gateway.config.agents.default_id)
+    return await call.gateway.cron.add(spec, default_agent_id=call.gateway.config.agents.default_id)
 
 
 async def cron_update(call: MethodCall, p: UpdateParams) -> dict[str, Any]:
     if not p.patch:
         raise InvalidRequest("cron.update: patch is empty")
-    return await service_of(call.gateway).update(p.ref, p.patch)
+    return await call.gateway.cron.update(p.ref, p.patch)
 
 
 async def cron_remove(call: MethodCall, p: RemoveParams) -> dict[str, Any]:
-    return await service_of(call.gateway).remove(p.ref)
+    return await call.gateway.cron.remove(p.ref)
 
 
 async def cron_run(call: MethodCall, p: RunParams) -> dict[str, Any]:
-    return await service_of(call.gateway).run(p.ref, mode=p.mode)
+    return await call.gateway.cron.run(p.ref, mode=p.mode)
 
 
 async def cron_runs(call: MethodCall, p: RunsParams) -> dict[str, Any]:
-    return await service_of(call.gateway).runs(p.ref, limit=p.limit, offset=p.offset)
-
-
-def register(gateway: Gateway) -> None:
-    m = gateway.methods
-    m.register("cron.status", cron_status, scope=READ)
-    m.register("cron.list", cron_list, scope=READ, params=ListParams)
-    m.register("cron.runs", cron_runs, scope=READ, params=RunsParams)
-    m.register("cron.add", cron_add, scope=ADMIN, params=AddParams)
-    m.register("cron.update", cron_update, scope=ADMIN, params=UpdateParams)
-    m.register("cron.remove", cron_remove, scope=ADMIN, params=RemoveParams)
-    m.register("cron.run", cron_run, scope=ADMIN, params=RunParams)
+    return await call.gateway.cron.runs(p.ref, limit=p.limit, offset=p.offset)

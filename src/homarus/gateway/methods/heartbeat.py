@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from homarus.gateway.router import EmptyParams, MethodCall, Params
-from homarus.security.scopes import ADMIN, READ, WRITE
 
-if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
-
-__all__ = ["register"]
+__all__: list[str] = []
 
 
 class WakeParams(Params):
@@ -47,11 +43,3 @@ async def last_heartbeat(call: MethodCall, p: EmptyParams) -> dict[str, Any] | N
 async def set_heartbeats(call: MethodCall, p: SetHeartbeatsParams) -> dict[str, Any]:
     call.gateway.heartbeats.enabled = p.enabled
     return {"ok": True, "enabled": p.enabled}
-
-
-def register(gateway: Gateway) -> None:
-    m = gateway.methods
-    m.register("wake", wake, scope=WRITE, params=WakeParams)
-    m.register("system-event", system_event, scope=ADMIN, params=SystemEventParams)
-    m.register("last-heartbeat", last_heartbeat, scope=READ)
-    m.register("set-heartbeats", set_heartbeats, scope=ADMIN, params=SetHeartbeatsParams)

@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from homarus.audit.log import read_records
 from homarus.errors import Forbidden
 from homarus.gateway.router import MethodCall, Params
-from homarus.security.scopes import ADMIN, READ
+from homarus.security.scopes import ADMIN
 
-if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
-
-__all__ = ["register"]
+__all__: list[str] = []
 
 
 class TailParams(Params):
@@ -34,7 +31,3 @@ async def logs_tail(call: MethodCall, p: TailParams) -> dict[str, Any]:
         read_records, directory, limit=p.limit, run_id=p.run_id, cursor=p.cursor, prefix=p.log
     )
     return {"file": tail.file, "cursor": tail.cursor, "records": tail.records, "truncated": tail.truncated}
-
-
-def register(gateway: Gateway) -> None:
-    gateway.methods.register("logs.tail", logs_tail, scope=READ, params=TailParams)

@@ -8,13 +8,11 @@ from pydantic import Field
 
 from homarus.errors import InvalidRequest, Unavailable
 from homarus.gateway.router import MethodCall, Params
-from homarus.security.scopes import READ
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
     from homarus.memory.manager import MemoryManager
 
-__all__ = ["register"]
+__all__: list[str] = []
 
 
 class StatusParams(Params):
@@ -46,8 +44,3 @@ async def memory_status(call: MethodCall, p: StatusParams) -> dict[str, Any]:
 async def memory_search(call: MethodCall, p: SearchParams) -> dict[str, Any]:
     response = await _manager(call, p.agent_id).search(p.query, max_results=p.max_results, min_score=p.min_score)
     return response.to_dict()
-
-
-def register(gateway: Gateway) -> None:
-    gateway.methods.register("memory.status", memory_status, scope=READ, params=StatusParams)
-    gateway.methods.register("memory.search", memory_search, scope=READ, params=SearchParams)

@@ -9,23 +9,19 @@ import asyncio
 import contextlib
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import Field
 
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
+from homarus.gateway.services.session_events import emit_session_changed
 from homarus.plugins import events as ev
-from homarus.security.scopes import ADMIN, READ, WRITE
 from homarus.sessions.entry import SessionPatch
-from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager
 from homarus.sessions.views import preview_items, session_row, visible_messages
 
-if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
-
-__all__ = ["emit_session_changed", "register"]
+__all__: list[str] = []
 
 _Key = Field(min_length=1, max_length=512)
 
@@ -85,14 +81,6 @@ class DeleteParams(Params):
 
 def _mgr(call: MethodCall) -> SessionManager:
     return call.gateway.sessions
-
-
-def emit_session_changed(gateway: Gateway, key: SessionKey, reason: str, **extra: Any) -> None:
-    """Tell `sessions.subscribe` connections that a session changed (targeted, no seq)."""
-    if not gateway.session_subscribers:
-        return
-    payload = {"sessionKey": key.canonical, "reason": reason, "ts": int(time.time() * 1000), **extra}
-    gateway.bus.send_to(list(gateway.session_subscribers), "sessions.changed", payload)
 
 
 async def sessions_list(call: MethodCall, p: ListParams) -> dict[str, Any]:
@@ -209,9 +197,6 @@ async def sessions_create(call: MethodCall, p: CreateParams) -> dict[str, Any]:
         "created": ref.created,
         "runStarted": False,
     }
-    starter = call.gateway.session_run_starter
-    if starter is not None and (p.message or p.task):
-        out.update(await starter(call, key, p.message or p.task or ""))
     return out
 
 
@@ -249,7 +234,7 @@ async def sessions_reset(call: MethodCall, p: ResetParams) -> dict[str, Any]:
                 hooks.void("before_reset", ev.BeforeResetEvent(transcript, p.reason or "reset", context=ctx)), 10.0
             )
     ref, archived = await asyncio.to_thread(mgr.reset, key)
-    await asyncio.to_thread(call.gateway.runtime.injections.clear, key.canonical)
+    await asyncio.to_thread(call.gateway.injections.clear, key.canonical)
     reason_text = p.reason or "reset"
     await call.gateway.hookmd.trigger(
         "command",
@@ -282,7 +267,7 @@ async def sessions_delete(call: MethodCall, p: DeleteParams) -> dict[str, Any]:
     deleted, archived = await asyncio.to_thread(mgr.delete, key, delete_transcript=p.delete_transcript)
     if deleted:
         emit_session_changed(call.gateway, key, "delete")
-        await asyncio.to_thread(call.gateway.runtime.injections.clear, key.canonical)
+        await asyncio.to_thread(call.gateway.injections.clear, key.canonical)
         if existing is not None and call.gateway.hooks.has("session_end"):
             ctx = ev.HookContext(agent_id=key.agent_id, session_key=key.canonical, session_id=existing.entry.session_id)
             _ = call.gateway.spawn(
@@ -308,17 +293,3 @@ async def sessions_subscribe(call: MethodCall, p: Params) -> dict[str, Any]:
 async def sessions_unsubscribe(call: MethodCall, p: Params) -> dict[str, Any]:
     call.gateway.session_subscribers.discard(call.client.conn_id)
     return {"subscribed": False}
-
-
-def register(gateway: Gateway) -> None:
-    m = gateway.methods
-    m.register("sessions.list", sessions_list, scope=READ, params=ListParams)
-    m.register("sessions.get", sessions_get, scope=READ, params=GetParams, advertised=False)
-    m.register("sessions.preview", sessions_preview, scope=READ, params=PreviewParams)
-    m.register("sessions.resolve", sessions_resolve, scope=READ, params=ResolveParams, advertised=False)
-    m.register("sessions.subscribe", sessions_subscribe, scope=READ)
-    m.register("sessions.unsubscribe", sessions_unsubscribe, scope=READ)
-    m.register("sessions.create", sessions_create, scope=WRITE, params=CreateParams)
-    m.register("sessions.patch", sessions_patch, scope=ADMIN, params=SessionPatch)
-    m.register("sessions.reset", sessions_reset, scope=ADMIN, params=ResetParams)
-    m.register("sessions.delete", sessions_delete, scope=ADMIN, params=DeleteParams)

@@ -4,8 +4,7 @@ The views are built by :mod:`homarus.skills` exactly as a run builds them, so st
 the model gets. ``skills.install`` takes a directory or archive path on the gateway host and runs
 the install pipeline (staging, static scan, ``before_install`` gate); a refusal is an answer with
 ``ok: false`` and the findings, not an error. ``skills.update`` changes ``skills.entries.<name>``
-in the config file (enabled, env, config). ``register`` also lends the runtime the plugin skill
-directories (``services["skill_dirs"]``), read when a run starts so late-loading plugins count.
+in the config file (enabled, env, config).
 """
 
 from __future__ import annotations
@@ -19,15 +18,16 @@ from pydantic import Field
 from homarus.config.skills import SKILL_NAME_PATTERN
 from homarus.errors import ConfigError, InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
-from homarus.security.scopes import ADMIN, READ
-from homarus.skills.catalog import PluginSkillDir, SkillsView, load_view
+from homarus.gateway.services.skills import plugin_skill_dirs
+from homarus.security.scopes import READ
+from homarus.skills.catalog import SkillsView, load_view
 from homarus.skills.install import install_skill
 from homarus.skills.report import detail_json, status_json
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
-__all__ = ["EVENT_CHANGED", "plugin_skill_dirs", "register"]
+__all__ = ["EVENT_CHANGED"]
 
 EVENT_CHANGED = "skills.changed"
 _AGENT_ID = r"^[a-z0-9][a-z0-9_-]{0,63}$"
@@ -54,23 +54,12 @@ class UpdateParams(Params):
     config: dict[str, Any] | None = None
 
 
-def plugin_skill_dirs(gateway: Gateway) -> list[PluginSkillDir]:
-    registry = getattr(gateway, "plugins", None)  # absent until plugins loaded
-    if registry is None:
-        return []
-    out: list[PluginSkillDir] = []
-    for rec in registry.records.values():
-        if rec.status == "loaded" and rec.manifest is not None and rec.root_dir is not None:
-            out.extend(PluginSkillDir(rec.id, rec.root_dir, rel) for rel in rec.manifest.skills or ())
-    return out
-
-
-def _view(gateway: Gateway, agent_id: str | None) -> tuple[SkillsView, str]:
+def _view(gateway: GatewayContext, agent_id: str | None) -> tuple[SkillsView, str]:
     cfg = gateway.config
     agent = agent_id or cfg.agents.default_id
     if agent_id is not None and agent_id != cfg.agents.default_id and all(a.id != agent_id for a in cfg.agents.list):
         raise NotFound(f"unknown agent {agent_id!r}")
-    ws = gateway.runtime.workspace_dir(agent, cfg)
+    ws = gateway.workspace_dir(agent)
     view = load_view(
         cfg, workspace=ws, state_dir=gateway.paths.state_dir, agent_id=agent, plugin_dirs=plugin_skill_dirs(gateway)
     )
@@ -131,11 +120,3 @@ async def skills_update(call: MethodCall, p: UpdateParams) -> dict[str, Any]:
         "envKeys": sorted((current.env or {}) if current else {}),
         "noop": result.noop,
     }
-
-
-def register(gateway: Gateway) -> None:
-    gateway.runtime.services["skill_dirs"] = lambda: plugin_skill_dirs(gateway)
-    gateway.methods.register("skills.status", skills_status, params=StatusParams, scope=READ)
-    gateway.methods.register("skills.detail", skills_detail, params=DetailParams, scope=READ)
-    gateway.methods.register("skills.install", skills_install, params=InstallParams, scope=ADMIN)
-    gateway.methods.register("skills.update", skills_update, params=UpdateParams, scope=ADMIN)

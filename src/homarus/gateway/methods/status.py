@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import os
 import platform
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from homarus import __version__
 from homarus.gateway.router import EmptyParams, MethodCall
-from homarus.security.scopes import ADMIN, READ
+from homarus.security.scopes import ADMIN
 
-if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
-
-__all__ = ["register"]
+__all__: list[str] = []
 
 
 async def status(call: MethodCall, params: EmptyParams) -> dict[str, Any]:
@@ -40,14 +37,10 @@ async def status(call: MethodCall, params: EmptyParams) -> dict[str, Any]:
         out["gateway"] = {
             "bind": gw.host,
             "port": gw.options.port,
-            "authMode": gw.auth_mode,
+            "authMode": gw.auth.mode,
             "configPath": str(gw.paths.config_path),
             "stateDir": str(gw.paths.state_dir),
             "pid": os.getpid(),
             "python": platform.python_version(),
         }
     return out
-
-
-def register(gateway: Gateway) -> None:
-    gateway.methods.register("status", status, scope=READ)

@@ -9,13 +9,12 @@ from pydantic import Field
 
 from homarus.errors import InvalidRequest
 from homarus.gateway.router import MethodCall, Params
-from homarus.security.scopes import READ
 from homarus.security.tool_policy import GROUPS, PROFILES
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
-__all__ = ["register"]
+__all__: list[str] = []
 
 _PROFILE_LABELS = {"minimal": "Minimal", "coding": "Coding", "messaging": "Messaging", "full": "Full"}
 
@@ -39,7 +38,7 @@ def _profiles_with(name: str) -> list[str]:
     return out
 
 
-def _row(gw: Gateway, name: str) -> dict[str, Any]:
+def _row(gw: GatewayContext, name: str) -> dict[str, Any]:
     tool = gw.tools.get(name)
     owner = gw.plugins.tool_owners.get(name)
     source = "plugin" if owner and owner != "builtin-tools" else "core"
@@ -107,7 +106,9 @@ async def tools_catalog(call: MethodCall, p: CatalogParams) -> dict[str, Any]:
 async def tools_effective(call: MethodCall, p: EffectiveParams) -> dict[str, Any]:
     gw = call.gateway
     key = gw.sessions.resolve_key(p.session_key, p.agent_id)
-    verdicts = gw.tool_policy().verdicts(gw.tools.names(), agent_id=key.agent_id, subagent_depth=key.subagent_depth)
+    verdicts = gw.tool_access.policy().verdicts(
+        gw.tools.names(), agent_id=key.agent_id, subagent_depth=key.subagent_depth
+    )
     allowed = [n for n, v in verdicts.items() if v.allowed]
     core = [_row(gw, n) for n in allowed if _row(gw, n)["source"] == "core"]
     plugin = [_row(gw, n) for n in allowed if _row(gw, n)["source"] == "plugin"]
@@ -121,10 +122,5 @@ async def tools_effective(call: MethodCall, p: EffectiveParams) -> dict[str, Any
         "profile": getattr(tools_cfg, "profile", None) or "full",
         "groups": groups,
         "missing": [{"id": n, "reason": v.reason} for n, v in verdicts.items() if not v.allowed],
-        "warnings": list(gw.tool_policy().warnings),
+        "warnings": list(gw.tool_access.policy().warnings),
     }
-
-
-def register(gateway: Gateway) -> None:
-    gateway.methods.register("tools.catalog", tools_catalog, scope=READ, params=CatalogParams)
-    gateway.methods.register("tools.effective", tools_effective, scope=READ, params=EffectiveParams)

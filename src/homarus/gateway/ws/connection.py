@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import uuid
@@ -11,19 +10,21 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from homarus.config.schema import is_loopback_host
+from homarus.config.values import is_loopback_host
 from homarus.errors import HomarusError, Unavailable
 from homarus.gateway.errors import error_shape
-from homarus.gateway.outbox import Outbox
 from homarus.gateway.router import ClientInfo, MethodCall
-from homarus.gateway.uvicorn_ws import MAX_SIZE_EXTENSION
+from homarus.gateway.ws.hello import hello_payload
+from homarus.gateway.ws.outbox import Outbox
+from homarus.gateway.ws.uvicorn_ws import MAX_SIZE_EXTENSION
 from homarus.protocol.frames import ErrorShape, FrameError, decode_request, error_response, ok_response
 from homarus.protocol.handshake import Close, ConnectRequest, Rejected, ServerHandshake
 from homarus.protocol.limits import MAX_PAYLOAD_BYTES, CloseCode
 from homarus.security.origin import ORIGIN_NOT_ALLOWED, check_origin
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
+    from homarus.gateway.ws.hub import WSHub
 
 __all__ = ["WSConnection"]
 
@@ -40,8 +41,9 @@ MAX_UNAUTHORIZED_STREAK = 10
 
 
 class WSConnection:
-    def __init__(self, gateway: Gateway, scope: Scope, receive: Receive, send: Send) -> None:
+    def __init__(self, gateway: GatewayContext, hub: WSHub, scope: Scope, receive: Receive, send: Send) -> None:
         self.gateway = gateway
+        self.hub = hub
         self.scope = scope
         self._receive = receive
         self._send = send
@@ -77,29 +79,29 @@ class WSConnection:
         message = await self._receive()
         if message["type"] != "websocket.connect":
             return
-        refusal = self.gateway.upgrade_refusal(self.scope, self.ip)
+        refusal = self.hub.admission.upgrade_refusal(self.scope, self.ip)
         if refusal is not None:
             await self._deny(*refusal)
             return
-        self.gateway.preauth_enter(self.ip)
+        self.hub.admission.enter(self.ip)
         preauth = True
         await self._send({"type": "websocket.accept"})
         writer = asyncio.create_task(self.outbox.run(self._send))
         try:
             opened = await self._handshake()
-            self.gateway.preauth_leave(self.ip)
+            self.hub.admission.leave(self.ip)
             preauth = False
             if opened:
-                self.gateway.attach(self)
+                self.hub.attach(self)
                 try:
                     await self._serve()
                 finally:
-                    self.gateway.detach(self)
+                    self.hub.detach(self)
         except _Disconnected:
             pass
         finally:
             if preauth:
-                self.gateway.preauth_leave(self.ip)
+                self.hub.admission.leave(self.ip)
             for task in self._tasks:
                 task.cancel()
             if not self.outbox.closing:
@@ -147,7 +149,7 @@ class WSConnection:
         if refused is not None:
             self._reject(hs.reject(refused))
             return False
-        decision = self.gateway.authenticate(outcome, self.ip, hs.nonce)
+        decision = self.hub.admission.authenticate(outcome, self.ip, hs.nonce)
         if isinstance(decision, ErrorShape):
             self._reject(hs.reject(decision))
             return False
@@ -155,7 +157,7 @@ class WSConnection:
         ext = self.scope.get("extensions", {}).get(MAX_SIZE_EXTENSION)
         if ext is not None:
             ext["set"](MAX_PAYLOAD_BYTES)
-        self.push(orjson.dumps(hs.accept(self.gateway.hello(self.info)).response).decode())
+        self.push(orjson.dumps(hs.accept(hello_payload(self.gateway, self.info)).response).decode())
         return True
 
     def _origin_refusal(self) -> ErrorShape | None:
@@ -253,9 +255,3 @@ class _Disconnected(Exception):
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def close_all(connections: list[WSConnection], code: int, reason: str) -> None:
-    for conn in connections:
-        with contextlib.suppress(Exception):
-            conn.close(code, reason)

@@ -10,11 +10,10 @@ import orjson
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from homarus.config.schema import is_loopback_host
 from homarus.security.auth import secrets_equal
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
 __all__ = ["BodyError", "bearer_auth", "json_error", "read_json_body"]
 
@@ -32,12 +31,12 @@ def json_error(status: int, kind: str, message: str, headers: dict[str, str] | N
     return JSONResponse({"ok": False, "error": {"type": kind, "message": message}}, status_code=status, headers=headers)
 
 
-def bearer_auth(gateway: Gateway, request: Request) -> Response | None:
+def bearer_auth(gateway: GatewayContext, request: Request) -> Response | None:
     """None when the request carries the gateway secret; else the 401/429 response to send."""
     ip = request.client.host if request.client else "unknown"
-    limit = gateway.config.gateway.auth.rate_limit
-    limited = not (limit.exempt_loopback and is_loopback_host(ip))
-    if limited and (wait := gateway.auth_limiter.retry_after(ip)) is not None:
+    auth = gateway.auth
+    limited = auth.limited(ip)
+    if limited and (wait := auth.limiter.retry_after(ip)) is not None:
         return JSONResponse(
             {
                 "error": {
@@ -48,16 +47,16 @@ def bearer_auth(gateway: Gateway, request: Request) -> Response | None:
             status_code=429,
             headers={"Retry-After": str(max(1, math.ceil(wait)))},
         )
-    secret = gateway.shared_secret
-    if gateway.auth_mode == "none":
+    secret = auth.shared_secret
+    if auth.mode == "none":
         return None
     header = request.headers.get("authorization", "")
     scheme, _, provided = header.partition(" ")
     if scheme.lower() == "bearer" and provided and secret and secrets_equal(provided.strip(), secret):
-        gateway.auth_limiter.reset(ip)
+        auth.limiter.reset(ip)
         return None
     if limited and provided:
-        gateway.auth_limiter.record_failure(ip)
+        auth.limiter.record_failure(ip)
     return JSONResponse({"error": {"message": "Unauthorized", "type": "unauthorized"}}, status_code=401)
 
 

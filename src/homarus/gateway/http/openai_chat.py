@@ -21,8 +21,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from homarus.gateway.http_common import bearer_auth
-from homarus.gateway.openai_common import (
+from homarus.gateway.http.common import bearer_auth
+from homarus.gateway.http.openai_common import (
     MODEL_FAMILIES,
     api_error,
     finish_reason,
@@ -34,19 +34,19 @@ from homarus.gateway.openai_common import (
     start_live,
     usage_counts,
 )
-from homarus.gateway.openai_prompt import ApiError, chat_prompt
-from homarus.gateway.openai_responses import responses_route
-from homarus.gateway.openai_stream import EventStream, LiveRun, sse_data
+from homarus.gateway.http.openai_prompt import ApiError, chat_prompt
+from homarus.gateway.http.openai_responses import responses_route
+from homarus.gateway.http.openai_stream import EventStream, LiveRun, sse_data
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
 __all__ = ["chat_completions", "model_ids", "openai_routes"]
 
 KIND = "openai"
 
 
-def openai_routes(gateway: Gateway) -> list[Route]:
+def openai_routes(gateway: GatewayContext) -> list[Route]:
     """The routes to mount; each checks its own ``gateway.http.endpoints.*.enabled`` on every request."""
 
     async def models(request: Request) -> Response:
@@ -77,7 +77,7 @@ def openai_routes(gateway: Gateway) -> list[Route]:
     ]
 
 
-def model_ids(gateway: Gateway) -> list[str]:
+def model_ids(gateway: GatewayContext) -> list[str]:
     family = MODEL_FAMILIES[0]
     return [family, *(f"{family}/{agent}" for agent in gateway.sessions.agent_ids)]
 
@@ -86,14 +86,14 @@ def _model(model_id: str) -> dict[str, Any]:
     return {"id": model_id, "object": "model", "created": 0, "owned_by": "homarus", "permission": []}
 
 
-def _models_gate(gateway: Gateway, request: Request) -> Response | None:
+def _models_gate(gateway: GatewayContext, request: Request) -> Response | None:
     endpoints = gateway.config.gateway.http.endpoints
     if not (endpoints.chat_completions.enabled or endpoints.responses.enabled):
         return not_found()
     return bearer_auth(gateway, request)
 
 
-async def chat_completions(gateway: Gateway, request: Request) -> Response:
+async def chat_completions(gateway: GatewayContext, request: Request) -> Response:
     body = await open_post(gateway, request, gateway.config.gateway.http.endpoints.chat_completions)
     if isinstance(body, Response):
         return body

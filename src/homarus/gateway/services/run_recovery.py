@@ -8,25 +8,29 @@ started are then run again by :func:`homarus.gateway.hooks_http.resume_hook_runs
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from homarus.errors import HomarusError
-from homarus.queue.dedupe import DedupeCache
-from homarus.queue.journal import RunJournal, RunRecord
-from homarus.sessions.manager import SessionManager
+
+if TYPE_CHECKING:
+    from homarus.gateway.context import GatewayContext
+    from homarus.queue.journal import RunRecord
 
 __all__ = ["recover_runs"]
 
 log = logging.getLogger("homarus.gateway")
 
 
-def recover_runs(journal: RunJournal, sessions: SessionManager, dedupe: DedupeCache) -> list[RunRecord]:
-    interrupted = journal.recover()
+def recover_runs(gateway: GatewayContext) -> list[RunRecord]:
+    """Mark what the last process left unfinished as interrupted (blocking: run it in a thread)."""
+    interrupted = gateway.journal.recover()
+    dedupe = gateway.dedupe
     for run in interrupted:
         if run.session_key is None:
             continue
         try:
-            key = sessions.resolve_key(run.session_key)
-            sessions.update_entry(key, {"status": "interrupted", "abortedLastRun": True})
+            key = gateway.sessions.resolve_key(run.session_key)
+            gateway.sessions.update_entry(key, {"status": "interrupted", "abortedLastRun": True})
         except HomarusError:
             log.warning("interrupted run %s names an unusable session %s", run.run_id, run.session_key)
         dedupe.put(

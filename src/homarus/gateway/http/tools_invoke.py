@@ -19,20 +19,20 @@ from starlette.routing import Route
 
 from homarus.agents.hook_bridge import RuntimeHooks
 from homarus.errors import HomarusError, InvalidRequest
-from homarus.gateway.http_common import BodyError, bearer_auth, json_error, read_json_body
+from homarus.gateway.http.common import BodyError, bearer_auth, json_error, read_json_body
 from homarus.messages import ToolCall, ToolResultMessage
 from homarus.plugins.events import HookContext
 from homarus.security.tool_policy import normalize_tool_name
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
-__all__ = ["MAX_BODY_BYTES", "tools_invoke_route"]
+__all__ = ["MAX_BODY_BYTES", "tools_invoke_routes"]
 
 MAX_BODY_BYTES = 2 * 1024 * 1024
 
 
-def tools_invoke_route(gateway: Gateway) -> Route:
+def tools_invoke_routes(gateway: GatewayContext) -> list[Route]:
     async def invoke(request: Request) -> Response:
         denied = bearer_auth(gateway, request)
         if denied is not None:
@@ -59,7 +59,7 @@ def tools_invoke_route(gateway: Gateway) -> Route:
             return json_error(400, "invalid_request_error", exc.message)
         name = normalize_tool_name(raw_tool)
         tool = gateway.tools.get(name)
-        if tool is None or name not in gateway.tool_names_for(key, http=True):
+        if tool is None or name not in gateway.tool_access.names_for(key, http=True):
             return json_error(404, "not_found", f"Tool not available: {raw_tool.strip()}")
         action = body.get("action")
         props = tool.parameters.get("properties", {})
@@ -69,11 +69,11 @@ def tools_invoke_route(gateway: Gateway) -> Route:
             return JSONResponse({"ok": True, "result": {"dryRun": True, "tool": name, "args": args}})
         return await _run(gateway, tool, name, args, key.canonical, key.agent_id)
 
-    return Route("/tools/invoke", invoke, methods=["POST"])
+    return [Route("/tools/invoke", invoke, methods=["POST"])]
 
 
 async def _run(
-    gateway: Gateway, tool: Any, name: str, args: dict[str, Any], session_key: str, agent_id: str
+    gateway: GatewayContext, tool: Any, name: str, args: dict[str, Any], session_key: str, agent_id: str
 ) -> Response:
     run_id = f"http-{uuid.uuid4()}"
     call_id = f"call_{uuid.uuid4().hex[:12]}"

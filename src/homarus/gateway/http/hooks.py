@@ -19,7 +19,6 @@ unless the mapping sets ``allowUnsafeExternalContent``. The same idempotency key
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
@@ -33,23 +32,21 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from homarus.agents.runtime import RunRequest
-from homarus.errors import HomarusError, InvalidRequest
-from homarus.gateway.heartbeat import WakeMode
-from homarus.gateway.hooks_mapping import HookAction, MappingFailed, TransformLoader, match_mapping, now_iso
-from homarus.gateway.hooks_mapping import resolve_action as mapping_action
-from homarus.gateway.http_common import BodyError, read_json_body
+from homarus.errors import InvalidRequest
+from homarus.gateway.http.common import BodyError, read_json_body
+from homarus.gateway.http.hooks_mapping import HookAction, MappingFailed, TransformLoader, match_mapping, now_iso
+from homarus.gateway.http.hooks_mapping import resolve_action as mapping_action
+from homarus.gateway.services.hook_runs import accept_and_run
 from homarus.queue.dedupe import DedupeCache
-from homarus.queue.journal import RunRecord
 from homarus.security.auth import secrets_equal
 from homarus.security.external_content import wrap_external_content
 from homarus.security.ratelimit import FailureLimiter
 from homarus.sessions.keys import AGENT_ID_RE
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
-__all__ = ["NO_QUERY_AUTH_MESSAGE", "hooks_routes", "resume_hook_runs"]
+__all__ = ["NO_QUERY_AUTH_MESSAGE", "hooks_routes"]
 
 log = logging.getLogger("homarus.hooks")
 
@@ -62,7 +59,6 @@ SESSION_KEY_DISABLED: Final = (
 )
 _SUB_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _BODY_ERRORS: Final = {413: "payload too large", 408: "request body timeout"}
-KIND: Final = "hook"
 
 
 def _fail(status: int, error: str) -> JSONResponse:
@@ -93,7 +89,7 @@ def _idempotency_key(request: Request, body: dict[str, Any]) -> str | None:
 
 
 class HooksEndpoint:
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: GatewayContext) -> None:
         self.gateway = gateway
         cfg = gateway.config.hooks
         self.limiter = FailureLimiter(cfg.max_auth_failures, 60.0, 60.0)
@@ -106,7 +102,7 @@ class HooksEndpoint:
         self.transforms = TransformLoader(transforms)
 
     def _shares_gateway_secret(self, token: str) -> bool:
-        secret = self.gateway.shared_secret
+        secret = self.gateway.auth.shared_secret
         if secret and secrets_equal(token, secret):
             log.error("hooks are disabled: hooks.token equals the gateway token (give webhooks their own secret)")
             return True
@@ -266,65 +262,7 @@ class HooksEndpoint:
         return JSONResponse(payload, status_code=200 if action.kind == "wake" else 202)
 
 
-def _request_of(gateway: Gateway, run_id: str, params: dict[str, Any]) -> RunRequest:
-    timeout = params.get("timeoutSeconds")
-    return RunRequest(
-        run_id=run_id,
-        session_key=gateway.sessions.resolve_key(str(params["sessionKey"])),
-        message=str(params["message"]),
-        model=params.get("model"),
-        thinking=params.get("thinking"),
-        timeout_s=float(timeout) if timeout else None,
-        lane="cron",
-        channel="hook",
-        trigger="hook",
-        origin={"kind": "hook", "path": params.get("path"), "name": params.get("name")},
-    )
-
-
-async def accept_and_run(gateway: Gateway, run_id: str, params: dict[str, Any]) -> None:
-    """Journal the run (a 202 then survives a restart) and start it in the background."""
-    from homarus.gateway.methods.agent import start_run  # the method layer sits above this module
-
-    req = _request_of(gateway, run_id, params)
-    await start_run(gateway, req, KIND, params)
-    _ = gateway.spawn(_run_and_deliver(gateway, req, params))
-
-
-async def _run_and_deliver(gateway: Gateway, req: RunRequest, params: dict[str, Any]) -> None:
-    from homarus.gateway.methods.agent import run_and_finish
-
-    outcome = await run_and_finish(gateway, req, KIND)
-    if not params.get("deliver", True) or outcome.status != "ok" or outcome.silent or not outcome.text.strip():
-        return
-    mode: WakeMode = "next-heartbeat" if params.get("wakeMode") == "next-heartbeat" else "now"
-    text = f"Hook {params.get('name') or 'Hook'} ({req.session_key.canonical}): {outcome.text.strip()[:4000]}"
-    try:
-        await gateway.wake(text, mode=mode, agent_id=req.session_key.agent_id, source=f"hook:{params.get('path')}")
-    except HomarusError:
-        log.exception("could not deliver the reply of hook run %s", req.run_id)
-
-
-async def resume_hook_runs(gateway: Gateway, interrupted: list[RunRecord]) -> int:
-    """Runs a webhook got a 202 for but that never started (the gateway stopped first): run them now."""
-    resumed = 0
-    for record in interrupted:
-        if record.kind != KIND or record.started_at is not None:
-            continue
-        params = record.params if isinstance(record.params, dict) else {}
-        try:
-            req = _request_of(gateway, record.run_id, params)
-        except (HomarusError, KeyError) as exc:
-            log.error("hook run %s cannot be resumed: %s", record.run_id, exc)
-            continue
-        log.warning("resuming hook run %s accepted before the restart", record.run_id)
-        _ = gateway.spawn(_run_and_deliver(gateway, req, params))
-        resumed += 1
-    await asyncio.sleep(0)
-    return resumed
-
-
-def hooks_routes(gateway: Gateway) -> list[Route]:
+def hooks_routes(gateway: GatewayContext) -> list[Route]:
     hooks = HooksEndpoint(gateway)
 
     async def endpoint(request: Request) -> Response:  # a function: Starlette calls it with the request

@@ -17,7 +17,7 @@ from homarus.agents.prompt import strip_silent
 from homarus.security.scopes import READ
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
     from homarus.gateway.events import Recipient
 
 __all__ = ["RunEvents", "RunSnapshot"]
@@ -46,7 +46,7 @@ class _ChatState:
 
 @dataclass
 class RunEvents:
-    gateway: Gateway
+    gateway: GatewayContext
     _chat: dict[str, _ChatState] = field(default_factory=dict)
     snapshots: dict[str, RunSnapshot] = field(default_factory=dict)
     _waiters: dict[str, list[asyncio.Future[RunSnapshot]]] = field(default_factory=dict)

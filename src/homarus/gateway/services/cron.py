@@ -23,7 +23,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from homarus.agents.runtime import RunRequest
+from homarus.agents.request import RunRequest
 from homarus.config.cron import CronConfig
 from homarus.cron.models import AgentTurnPayload, CronJob, SystemEventPayload
 from homarus.cron.runlog import RunLog
@@ -31,16 +31,16 @@ from homarus.cron.scheduler import DEFAULT_JOB_TIMEOUT_S, CronScheduler, RunResu
 from homarus.cron.service import CronService
 from homarus.cron.store import CronStore
 from homarus.errors import HomarusError, InvalidRequest
-from homarus.gateway.heartbeat import strip_token
-from homarus.gateway.methods.agent import run_and_finish, start_run
-from homarus.gateway.methods.sessions import emit_session_changed
+from homarus.gateway.services.heartbeat import strip_token
+from homarus.gateway.services.runs import run_and_finish, start_run
+from homarus.gateway.services.session_events import emit_session_changed
 from homarus.plugins.events import CronChangedEvent
 from homarus.security.scopes import READ
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
-__all__ = ["CronRunner", "build_cron", "cron_config", "start_cron", "stop_cron"]
+__all__ = ["CronRunner", "build_cron", "cron_config", "start_cron", "stop_cron", "store_path"]
 
 log = logging.getLogger("homarus.cron")
 
@@ -51,7 +51,7 @@ WEBHOOK_TIMEOUT_S = 10.0
 HOOKED_ACTIONS = frozenset({"added", "updated", "removed", "finished"})
 
 
-def cron_config(gateway: Gateway) -> CronConfig:
+def cron_config(gateway: GatewayContext) -> CronConfig:
     """``cron`` from the config (defaults while the section is not part of the schema)."""
     section = getattr(gateway.config, "cron", None)
     return section if isinstance(section, CronConfig) else CronConfig()
@@ -60,7 +60,7 @@ def cron_config(gateway: Gateway) -> CronConfig:
 class CronRunner:
     """The scheduler's ``runner``: one job run against the gateway's services."""
 
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: GatewayContext) -> None:
         self.gateway = gateway
         #: session keys of agent turns in flight (aborted on shutdown)
         self.active: set[str] = set()
@@ -181,7 +181,7 @@ class CronRunner:
         return True
 
 
-def _validator(gateway: Gateway) -> Any:
+def _validator(gateway: GatewayContext) -> Any:
     def validate(job: CronJob) -> None:
         if job.agent_id is not None and job.agent_id not in gateway.sessions.agent_ids:
             raise InvalidRequest(f'unknown agent id "{job.agent_id}"')
@@ -192,11 +192,15 @@ def _validator(gateway: Gateway) -> Any:
     return validate
 
 
-def build_cron(gateway: Gateway) -> CronService:
+def store_path(gateway: GatewayContext) -> Path:
+    """Where the job store lives (``cron.store``, relative to the state dir; default ``cron/jobs.json``)."""
+    return cron_config(gateway).store_path(gateway.paths.state_dir)
+
+
+def build_cron(gateway: GatewayContext) -> CronService:
     """The service with its store, run log and scheduler (nothing is read or started yet)."""
     cfg = cron_config(gateway)
-    state = gateway.paths.state_dir
-    path = (state / Path(cfg.store).expanduser()) if cfg.store else state / "cron" / "jobs.json"
+    path = store_path(gateway)
     store = CronStore(path)
     runlog = RunLog(path.parent / "runs", max_bytes=cfg.run_log.max_bytes, keep_lines=cfg.run_log.keep_lines)
     service: CronService | None = None
@@ -220,17 +224,16 @@ def build_cron(gateway: Gateway) -> CronService:
         enabled=cfg.enabled,
     )
     service = CronService(store, scheduler, runlog, validate_job=_validator(gateway))
+    gateway.lanes.set_concurrency("cron", cfg.max_concurrent_runs)
     return service
 
 
-async def start_cron(gateway: Gateway) -> CronService:
-    """Build the service, lend it to the tools (``services["cron"]``), load the jobs, arm the timer.
+async def start_cron(gateway: GatewayContext) -> CronService:
+    """Build the service, load the jobs, arm the timer.
 
     Jobs that were due while the gateway was down run once now (logged with ``catchUp``).
     """
     service = build_cron(gateway)
-    gateway.lanes.set_concurrency("cron", cron_config(gateway).max_concurrent_runs)
-    gateway.runtime.services["cron"] = service
     await service.scheduler.start()
     return service
 

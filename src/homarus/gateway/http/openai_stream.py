@@ -27,14 +27,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from homarus.agents.request import RunRequest
 from homarus.agents.runs import RunOutcome
-from homarus.agents.runtime import RunRequest
-from homarus.gateway.methods.agent import run_and_finish, start_run
-from homarus.gateway.methods.sessions import emit_session_changed
+from homarus.gateway.services.runs import run_and_finish, start_run
+from homarus.gateway.services.session_events import emit_session_changed
 from homarus.security.scopes import READ
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
 __all__ = ["SSE_HEADERS", "EventStream", "LiveRun", "sse_data", "sse_event"]
 
@@ -76,7 +76,7 @@ class _RunWatch:
 class LiveRun:
     """A run started for an HTTP caller: its text as it streams, its outcome, abort on disconnect."""
 
-    def __init__(self, gateway: Gateway, req: RunRequest, kind: str, params: dict[str, Any]) -> None:
+    def __init__(self, gateway: GatewayContext, req: RunRequest, kind: str, params: dict[str, Any]) -> None:
         self.gateway = gateway
         self.req = req
         self.kind = kind

@@ -23,28 +23,27 @@ import time
 import uuid
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
-from homarus.agents.runtime import RunRequest
-from homarus.config.schema import parse_duration_ms
+from homarus.agents.request import RunRequest
+from homarus.config.values import parse_duration_ms
+from homarus.gateway.services.runs import run_and_finish, start_run
 from homarus.plugins import events as ev
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext, WakeMode
 
 __all__ = [
     "ACK_WORD",
     "DEFAULT_PROMPT",
     "Heartbeats",
     "SystemEvents",
-    "WakeMode",
     "heartbeat_file_empty",
     "strip_token",
 ]
 
 log = logging.getLogger("homarus.heartbeat")
 
-WakeMode = Literal["now", "next-heartbeat"]
 ACK_WORD: Final = "HEARTBEAT_OK"
 DEFAULT_PROMPT: Final = (
     "Read HEARTBEAT.md if it exists (workspace context). Follow it strictly. Do not infer or repeat old tasks "
@@ -109,15 +108,15 @@ class SystemEvents:
 
 
 class Heartbeats:
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: GatewayContext) -> None:
         self.gateway = gateway
         self.enabled = True
         self.last: dict[str, Any] | None = None
         self._now = asyncio.Event()
         self._reasons: list[str] = []
         self._task: asyncio.Task[None] | None = None
+        #: drained by the runtime into each turn of a main session
         self.events = SystemEvents()
-        gateway.runtime.system_events = self.events.drain
 
     # -- config -------------------------------------------------------------------------------------
     def interval_s(self) -> float:
@@ -186,9 +185,9 @@ class Heartbeats:
         key = gw.sessions.resolve_key(self.main_key())
         if not self.enabled:
             return self._record({"status": "skipped", "reason": "disabled"})
-        if gw.runtime.runs.for_session(key.canonical) is not None:
+        if gw.built("runtime") and gw.runtime.runs.for_session(key.canonical) is not None:
             return self._record({"status": "skipped", "reason": "busy"})
-        workspace = gw.runtime.workspace_dir(key.agent_id, gw.config)
+        workspace = gw.workspace_dir(key.agent_id)
         pending = self.events.pending(key.canonical)
         if not pending and heartbeat_file_empty(workspace / "HEARTBEAT.md") and reason == "interval":
             return self._record({"status": "skipped", "reason": "empty-heartbeat-file"})
@@ -198,8 +197,6 @@ class Heartbeats:
         message = await self._prompt(cfg.prompt or DEFAULT_PROMPT, key.canonical, key.agent_id, run_id)
         origin = {"kind": "heartbeat", "reason": reason}
         req = RunRequest(run_id=run_id, session_key=key, message=message, trigger="heartbeat", origin=origin)
-        from homarus.gateway.methods.agent import run_and_finish, start_run  # the method layer sits above
-
         await start_run(gw, req, "heartbeat", {"reason": reason})
         started = time.monotonic()
         outcome = await run_and_finish(gw, req, "heartbeat")
@@ -221,9 +218,9 @@ class Heartbeats:
 
     async def _prompt(self, prompt: str, session_key: str, agent_id: str, run_id: str) -> str:
         """The heartbeat prompt with what ``heartbeat_prompt_contribution`` plugins add around it."""
-        hooks = self.gateway.hooks
-        if not hooks.has("heartbeat_prompt_contribution"):
+        if not self.gateway.built("hooks") or not self.gateway.hooks.has("heartbeat_prompt_contribution"):
             return prompt
+        hooks = self.gateway.hooks
         ctx = ev.HookContext(agent_id=agent_id, session_key=session_key, run_id=run_id, trigger="heartbeat")
         event = ev.HeartbeatPromptContributionEvent(session_key, agent_id, "heartbeat", context=ctx)
         outcome = await hooks.modify("heartbeat_prompt_contribution", event)

@@ -20,7 +20,7 @@ from homarus.memory.embedding import EmbeddingProvider
 from homarus.memory.manager import MemoryManager, embedding_settings
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
 __all__ = ["MemoryHub"]
 
@@ -28,7 +28,7 @@ log = logging.getLogger("homarus.memory")
 
 
 class MemoryHub:
-    def __init__(self, gateway: Gateway) -> None:
+    def __init__(self, gateway: GatewayContext) -> None:
         self.gateway = gateway
         self._managers: dict[str, MemoryManager] = {}
         self._providers: list[EmbeddingProvider] = []
@@ -48,7 +48,7 @@ class MemoryHub:
                 log.info("memory for agent %s: keyword search only (%s)", agent_id, reason)
             manager = MemoryManager.from_config(
                 agent_id=agent_id,
-                workspace=self.gateway.runtime.workspace_dir(agent_id, self.gateway.config),
+                workspace=self.gateway.workspace_dir(agent_id),
                 state_dir=self.gateway.paths.state_dir,
                 config=cfg,
                 provider=provider,
@@ -59,11 +59,9 @@ class MemoryHub:
         return manager
 
     def index_at_startup(self) -> None:
-        """Start indexing the default agent's memory in the background when it has memory files."""
+        """Start indexing the default agent's memory in the background (the gateway calls this when
+        that workspace has memory files: :func:`homarus.memory.has_memory_files`)."""
         agent_id = self.gateway.config.agents.default_id
-        workspace = self.gateway.runtime.workspace_dir(agent_id, self.gateway.config)
-        if not ((workspace / "MEMORY.md").is_file() or (workspace / "memory").is_dir()):
-            return  # nothing to index: do not load anything until a run needs memory
         manager = self.for_agent(agent_id)
         if manager is not None:
             manager.sync_in_background("startup")

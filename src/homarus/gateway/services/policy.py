@@ -1,13 +1,18 @@
-"""Tool policy inputs from the config (the one place that maps config keys onto policy layers)."""
+"""Tool policy at the gateway: the config keys mapped onto policy layers (the one place that does
+it), and the compiled policy every surface asks (:class:`ToolAccess`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from homarus.config.schema import HomarusConfig
-from homarus.security.tool_policy import LayerSpec, PolicyInputs
+from homarus.security.tool_policy import LayerSpec, PolicyInputs, ToolPolicy
 
-__all__ = ["policy_inputs"]
+if TYPE_CHECKING:
+    from homarus.config.schema import HomarusConfig
+    from homarus.gateway.context import GatewayContext
+    from homarus.sessions.keys import SessionKey
+
+__all__ = ["ToolAccess", "policy_inputs"]
 
 
 def _layer(name: str, section: Any) -> LayerSpec | None:
@@ -52,3 +57,34 @@ def policy_inputs(cfg: HomarusConfig) -> PolicyInputs:
         http_allow=tuple(cfg.gateway.tools.allow),
         http_deny=tuple(cfg.gateway.tools.deny),
     )
+
+
+class ToolAccess:
+    """The compiled tool policy of the current config (rebuilt after a config change)."""
+
+    def __init__(self, gateway: GatewayContext) -> None:
+        self.gateway = gateway
+        self._policy: ToolPolicy | None = None
+
+    def policy(self) -> ToolPolicy:
+        if self._policy is None:
+            self._policy = ToolPolicy(policy_inputs(self.gateway.config), self.gateway.tools.names())
+        return self._policy
+
+    def invalidate(self) -> None:
+        self._policy = None
+
+    def names_for(
+        self, key: SessionKey, *, http: bool = False, provider: str | None = None, model: str | None = None
+    ) -> set[str]:
+        """The tools a session may use (over HTTP, after the HTTP deny list too)."""
+        return set(
+            self.policy().allowed(
+                self.gateway.tools.names(),
+                agent_id=key.agent_id,
+                provider=provider,
+                model=model,
+                subagent_depth=key.subagent_depth,
+                http=http,
+            )
+        )

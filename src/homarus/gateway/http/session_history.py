@@ -37,14 +37,14 @@ from starlette.routing import Route
 
 from homarus.agents.prompt import strip_silent
 from homarus.errors import HomarusError
-from homarus.gateway.http_common import bearer_auth, json_error
-from homarus.gateway.openai_stream import EventStream, sse_event
+from homarus.gateway.http.common import bearer_auth, json_error
+from homarus.gateway.http.openai_stream import EventStream, sse_event
 from homarus.security.scopes import ADMIN, APPROVALS, READ, WRITE, scope_allows
 from homarus.sessions.keys import SessionKey
 from homarus.sessions.views import visible_messages
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
 __all__ = ["session_routes"]
 
@@ -57,7 +57,7 @@ DEFAULT_SCOPES = frozenset({ADMIN, READ, WRITE, APPROVALS})
 _ids = itertools.count(1)
 
 
-def session_routes(gateway: Gateway) -> list[Route]:
+def session_routes(gateway: GatewayContext) -> list[Route]:
     async def history(request: Request) -> Response:
         return await session_history(gateway, request)
 
@@ -71,7 +71,7 @@ def caller_scopes(request: Request) -> frozenset[str]:
     return frozenset(s.strip() for s in declared.split(",") if s.strip())
 
 
-async def session_history(gateway: Gateway, request: Request) -> Response:
+async def session_history(gateway: GatewayContext, request: Request) -> Response:
     denied = bearer_auth(gateway, request)
     if denied is not None:
         return denied
@@ -131,7 +131,7 @@ class _Snapshot:
         return out
 
 
-def _read(gateway: Gateway, key: SessionKey) -> _Snapshot:
+def _read(gateway: GatewayContext, key: SessionKey) -> _Snapshot:
     ref = gateway.sessions.get(key)
     if ref is None:
         return _Snapshot(key, None, [], {"deleted": True}, None)
@@ -185,7 +185,7 @@ class _Changes:
         return True
 
 
-async def _live(gateway: Gateway, key: SessionKey, limit: int) -> AsyncIterator[bytes]:
+async def _live(gateway: GatewayContext, key: SessionKey, limit: int) -> AsyncIterator[bytes]:
     watch = _Changes(key.canonical)
     gateway.bus.add(watch)
     try:

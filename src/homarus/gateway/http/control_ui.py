@@ -29,10 +29,10 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import Scope
 
-from homarus.gateway.plugin_wiring import CORE_PATHS
+from homarus.gateway.http.plugin_routes import CORE_PATHS
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
 __all__ = ["CSP", "UI_HEADERS", "control_ui_routes"]
 
@@ -131,13 +131,20 @@ class _SpaRoute(Route):
         return super().matches(scope)
 
 
-def control_ui_routes(gateway: Gateway, root: Traversable | None = None) -> list[Route]:
+def control_ui_routes(gateway: GatewayContext, root: Traversable | None = None) -> list[Route]:
     """The UI's routes (none when ``gateway.controlUi.enabled`` is false at startup); add them last."""
     cfg = gateway.config.gateway.control_ui
     if not cfg.enabled:
         return []
     prefix = cfg.prefix
-    assets = _load_assets(root or resources.files("homarus") / "webui", prefix + "/")
+    loaded: list[dict[str, _Asset]] = []
+
+    def assets() -> dict[str, _Asset]:
+        # read on the first request, not at start: a gateway nobody browses never reads them
+        if not loaded:
+            loaded.append(_load_assets(root or resources.files("homarus") / "webui", prefix + "/"))
+        return loaded[0]
+
     # public (no auth): what the page needs before it connects, nothing about the gateway itself
     bootstrap = json.dumps({"basePath": cfg.base_path, "assistantName": "Homarus"}).encode()
     bootstrap_asset = _Asset(bootstrap, "application/json; charset=utf-8", _etag(bootstrap))
@@ -149,7 +156,7 @@ def control_ui_routes(gateway: Gateway, root: Traversable | None = None) -> list
     async def page(request: Request) -> Response:
         if not enabled():
             return PlainTextResponse("Not Found", status_code=404)
-        index = assets.get("index.html")
+        index = assets().get("index.html")
         if index is None:
             return PlainTextResponse("Control UI assets are missing from this installation", status_code=503)
         return _serve(request, index)
@@ -157,9 +164,9 @@ def control_ui_routes(gateway: Gateway, root: Traversable | None = None) -> list
     async def asset(request: Request) -> Response:
         if not enabled():
             return PlainTextResponse("Not Found", status_code=404)
-        if not assets:
+        if not assets():
             return PlainTextResponse("Control UI assets are missing from this installation", status_code=503)
-        found = assets.get(request.path_params["name"])
+        found = assets().get(request.path_params["name"])
         if found is None or found.content_type.startswith("text/html"):
             return PlainTextResponse("Not Found", status_code=404)
         return _serve(request, found)

@@ -24,18 +24,18 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from homarus.agents.request import RunRequest
 from homarus.agents.runs import RunOutcome
-from homarus.agents.runtime import RunRequest
 from homarus.config.http_api import HttpEndpointConfig
 from homarus.errors import HomarusError
-from homarus.gateway.http_common import BodyError, bearer_auth, read_json_body
-from homarus.gateway.methods.chat import sanitize_message
-from homarus.gateway.openai_prompt import ApiError, Prompt, error_body
-from homarus.gateway.openai_stream import LiveRun
+from homarus.gateway.http.common import BodyError, bearer_auth, read_json_body
+from homarus.gateway.http.openai_prompt import ApiError, Prompt, error_body
+from homarus.gateway.http.openai_stream import LiveRun
+from homarus.gateway.services.inbound import sanitize_message
 from homarus.sessions.keys import SessionKey
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
 __all__ = [
     "MODEL_FAMILIES",
@@ -66,7 +66,9 @@ def not_found() -> Response:
     return JSONResponse(error_body("Not Found", "invalid_request_error", "not_found"), status_code=404)
 
 
-async def open_post(gateway: Gateway, request: Request, endpoint: HttpEndpointConfig) -> dict[str, Any] | Response:
+async def open_post(
+    gateway: GatewayContext, request: Request, endpoint: HttpEndpointConfig
+) -> dict[str, Any] | Response:
     """The request's JSON object, or the response refusing it."""
     if not endpoint.enabled:
         return not_found()
@@ -84,7 +86,7 @@ async def open_post(gateway: Gateway, request: Request, endpoint: HttpEndpointCo
     return body
 
 
-def parse_model(gateway: Gateway, model: Any) -> tuple[str, str]:
+def parse_model(gateway: GatewayContext, model: Any) -> tuple[str, str]:
     """(agent id, the model name to echo) for a ``model`` value; ApiError 400/404 when it names nothing."""
     if model is None:
         return gateway.sessions.default_agent, "homarus"
@@ -124,7 +126,7 @@ class Target:
 
 
 def resolve_target(
-    gateway: Gateway, request: Request, body: dict[str, Any], *, prefix: str, session: str | None = None
+    gateway: GatewayContext, request: Request, body: dict[str, Any], *, prefix: str, session: str | None = None
 ) -> Target:
     """Agent, echoed model name, session key and backend override of a request (ApiError when invalid)."""
     agent, name = parse_model(gateway, body.get("model"))
@@ -181,7 +183,13 @@ def header_channel(request: Request) -> str:
 
 
 async def start_live(
-    gateway: Gateway, request: Request, target: Target, prompt: Prompt, run_id: str, kind: str, params: dict[str, Any]
+    gateway: GatewayContext,
+    request: Request,
+    target: Target,
+    prompt: Prompt,
+    run_id: str,
+    kind: str,
+    params: dict[str, Any],
 ) -> LiveRun | Response:
     """The started run, or the error response when it cannot start (NUL in the text, store failure)."""
     try:

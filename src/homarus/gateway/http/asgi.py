@@ -1,30 +1,29 @@
-"""HTTP side of the gateway port: probes, security headers, error shapes, and the ASGI root.
+"""The HTTP app of the gateway port: probes, security headers, error shapes.
 
-The root ASGI callable sends WebSocket upgrades on any path to the WS adapter and everything
-else to a Starlette app; routes added by later subsystems mount into that app.
+Every other HTTP surface is a route passed in by the composition root (most of them
+:class:`~homarus.gateway.http.lazy.LazyMount`s that import their module on the first request).
+WebSocket upgrades never reach this app: the server's ASGI root sends them to the WS adapter.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from homarus.errors import HomarusError
-from homarus.gateway.connection import WSConnection
 from homarus.gateway.errors import http_error_response
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
-__all__ = ["SECURITY_HEADERS", "build_asgi"]
+__all__ = ["SECURITY_HEADERS", "build_http_app", "probe_routes"]
 
 SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"x-content-type-options", b"nosniff"),
@@ -54,7 +53,7 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def _probes(gateway: Gateway) -> list[Route]:
+def probe_routes(gateway: GatewayContext) -> list[Route]:
     async def live(request: Request) -> Response:
         return JSONResponse({"ok": True, "status": "live"}, headers=_PROBE_HEADERS)
 
@@ -95,24 +94,11 @@ async def _server_error(request: Request, exc: Exception) -> Response:
     return PlainTextResponse("Internal Server Error", status_code=500)
 
 
-def build_asgi(gateway: Gateway, extra_routes: list[Route] | None = None) -> ASGIApp:
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        await gateway.startup()
-        yield
-        await gateway.shutdown()
-
-    http_app = Starlette(
-        routes=[*_probes(gateway), *(extra_routes or [])],
+def build_http_app(routes: Sequence[BaseRoute], lifespan: Any = None) -> ASGIApp:
+    """The Starlette app with the gateway's error shapes, wrapped in the security headers."""
+    app = Starlette(
+        routes=list(routes),
         exception_handlers={HTTPException: _http_exception, HomarusError: _homarus_error, 500: _server_error},
         lifespan=lifespan,
     )
-    http_with_headers = SecurityHeaders(http_app)
-
-    async def root(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "websocket":
-            await WSConnection(gateway, dict(scope), receive, send).run()
-            return
-        await http_with_headers(scope, receive, send)
-
-    return root
+    return SecurityHeaders(app)

@@ -14,7 +14,7 @@ from homarus.errors import HomarusError
 from homarus.security.scopes import ADMIN, APPROVALS
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
     from homarus.gateway.router import ClientInfo
 
 __all__ = ["CORE_COMMANDS", "core_command"]
@@ -34,7 +34,7 @@ _ALIASES: Final = {
 }
 
 
-def _pending(gateway: Gateway) -> str:
+def _pending(gateway: GatewayContext) -> str:
     lines = []
     for manager in (gateway.exec_approvals, gateway.plugin_approvals):
         for record in manager.list():
@@ -44,7 +44,7 @@ def _pending(gateway: Gateway) -> str:
     return "\n".join(["Pending approvals:", *lines]) if lines else "No pending approvals."
 
 
-def _approve(gateway: Gateway, client: ClientInfo, args: str) -> str:
+def _approve(gateway: GatewayContext, client: ClientInfo, args: str) -> str:
     if APPROVALS not in client.scopes and ADMIN not in client.scopes:
         return "/approve needs the operator.approvals scope; nothing was decided."
     words = args.split()
@@ -62,7 +62,7 @@ def _approve(gateway: Gateway, client: ClientInfo, args: str) -> str:
     return f"Approval {record.id}: {decision}."
 
 
-def core_command(gateway: Gateway, client: ClientInfo, text: str) -> str | None:
+def core_command(gateway: GatewayContext, client: ClientInfo, text: str) -> str | None:
     """The reply of a core command in ``text`` (None: not one of them)."""
     if not text.startswith("/"):
         return None

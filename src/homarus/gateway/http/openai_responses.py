@@ -27,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from homarus.agents.runs import RunOutcome
-from homarus.gateway.openai_common import (
+from homarus.gateway.http.openai_common import (
     api_error,
     open_post,
     outcome_error,
@@ -35,25 +35,25 @@ from homarus.gateway.openai_common import (
     start_live,
     usage_counts,
 )
-from homarus.gateway.openai_prompt import ApiError, responses_prompt
-from homarus.gateway.openai_stream import EventStream, LiveRun, sse_event
+from homarus.gateway.http.openai_prompt import ApiError, responses_prompt
+from homarus.gateway.http.openai_stream import EventStream, LiveRun, sse_event
 
 if TYPE_CHECKING:
-    from homarus.gateway.app import Gateway
+    from homarus.gateway.context import GatewayContext
 
 __all__ = ["KIND", "responses_route"]
 
 KIND = "openresponses"
 
 
-def responses_route(gateway: Gateway) -> Route:
+def responses_route(gateway: GatewayContext) -> Route:
     async def responses(request: Request) -> Response:
         return await create_response(gateway, request)
 
     return Route("/v1/responses", responses, methods=["POST"])
 
 
-async def _previous_session(gateway: Gateway, body: dict[str, Any]) -> str | None:
+async def _previous_session(gateway: GatewayContext, body: dict[str, Any]) -> str | None:
     previous = body.get("previous_response_id")
     if previous is None:
         return None
@@ -72,7 +72,7 @@ async def _previous_session(gateway: Gateway, body: dict[str, Any]) -> str | Non
     return record.session_key
 
 
-async def create_response(gateway: Gateway, request: Request) -> Response:
+async def create_response(gateway: GatewayContext, request: Request) -> Response:
     body = await open_post(gateway, request, gateway.config.gateway.http.endpoints.responses)
     if isinstance(body, Response):
         return body

@@ -1,0 +1,70 @@
+"""The ``gateway`` section: port, bind address, client auth, tools over HTTP, Control UI, HTTP API."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from homarus.config.base import ConfigModel
+from homarus.config.control_ui import ControlUiConfig
+from homarus.config.http_api import GatewayHttpConfig
+from homarus.config.values import resolve_bind_host
+
+__all__ = ["DEFAULT_PORT", "AuthConfig", "AuthRateLimit", "GatewayConfig", "GatewayToolsConfig"]
+
+DEFAULT_PORT = 18789
+
+
+class AuthRateLimit(ConfigModel):
+    """Failed-auth limiter: after ``max_attempts`` failures in ``window_ms`` lock out for ``lockout_ms``."""
+
+    max_attempts: int = Field(10, ge=1, le=10_000)
+    window_ms: int = Field(60_000, ge=1_000)
+    lockout_ms: int = Field(300_000, ge=0)
+    # Unlike the original we do not exempt loopback by default: a local process flooding
+    # guesses is exactly what the limiter is for, and a proxy in front makes everyone local.
+    exempt_loopback: bool = False
+
+
+class AuthConfig(ConfigModel):
+    mode: Literal["token", "password", "none"] = "token"
+    token: SecretStr | None = None
+    password: SecretStr | None = None
+    rate_limit: AuthRateLimit = Field(default_factory=AuthRateLimit)
+
+    @field_validator("token", "password")
+    @classmethod
+    def _not_blank(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is not None and len(v.get_secret_value().strip()) < 8:
+            raise ValueError("must be at least 8 characters")
+        return v
+
+    @model_validator(mode="after")
+    def _password_present(self) -> AuthConfig:
+        if self.mode == "password" and self.password is None:
+            raise ValueError("auth.mode 'password' needs gateway.auth.password")
+        return self
+
+
+class GatewayToolsConfig(ConfigModel):
+    """Tools over HTTP (`/tools/invoke`): ``deny`` extends the built-in deny list, ``allow`` shrinks it."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = ()
+
+
+class GatewayConfig(ConfigModel):
+    port: int = Field(DEFAULT_PORT, ge=0, le=65535)
+    #: "loopback" (127.0.0.1), "lan" (0.0.0.0) or a literal IP address
+    bind: str = "loopback"
+    auth: AuthConfig = Field(default_factory=AuthConfig)
+    tools: GatewayToolsConfig = Field(default_factory=GatewayToolsConfig)
+    control_ui: ControlUiConfig = Field(default_factory=ControlUiConfig)
+    http: GatewayHttpConfig = Field(default_factory=GatewayHttpConfig)
+
+    @field_validator("bind")
+    @classmethod
+    def _bind_ok(cls, v: str) -> str:
+        resolve_bind_host(v)
+        return v

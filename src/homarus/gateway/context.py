@@ -1,0 +1,177 @@
+"""What the gateway's parts may use of the running gateway: :class:`GatewayContext`.
+
+Methods, HTTP surfaces, the WebSocket adapter and the services receive this protocol, never the
+composition root (``app.py``), so nothing below the root imports it and the root alone decides
+how (and when) each service is built. Services that cost something to build are properties that
+the root builds on first use: reading ``ctx.runtime`` may import the agent stack, reading
+``ctx.cron`` may load the job store. A part that only needs to know whether a service exists yet
+asks :meth:`GatewayContext.built`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from homarus.protocol.limits import MAX_BUFFERED_BYTES, TICK_INTERVAL_MS
+
+if TYPE_CHECKING:
+    from homarus.agents.runtime import AgentRuntime
+    from homarus.audit.log import AuditLog
+    from homarus.config.loader import StatePaths
+    from homarus.config.schema import HomarusConfig
+    from homarus.config.store import ConfigStore
+    from homarus.cron.service import CronService
+    from homarus.gateway.events import EventBus
+    from homarus.gateway.router import MethodRegistry
+    from homarus.gateway.services.auth import GatewayAuth
+    from homarus.gateway.services.build import Extensions
+    from homarus.gateway.services.exec_approvals import ExecApprovals
+    from homarus.gateway.services.heartbeat import Heartbeats
+    from homarus.gateway.services.memory import MemoryHub
+    from homarus.gateway.services.policy import ToolAccess
+    from homarus.gateway.services.run_events import RunEvents
+    from homarus.gateway.ws.presence import Presence
+    from homarus.plugins.hookmd import HookMdRunner
+    from homarus.plugins.injections import InjectionQueue
+    from homarus.plugins.registry import PluginRegistry
+    from homarus.plugins.runner import HookRunner
+    from homarus.providers.registry import ModelRegistry
+    from homarus.queue.dedupe import DedupeCache
+    from homarus.queue.journal import RunJournal
+    from homarus.queue.lanes import LaneQueue
+    from homarus.security.approvals import ApprovalManager
+    from homarus.security.ratelimit import SlidingWindowBudget
+    from homarus.security.ssrf import GuardedClient
+    from homarus.sessions.manager import SessionManager
+    from homarus.tools.base import ToolRegistry
+    from homarus.tools.process import HostBackend
+    from homarus.tools.sandbox_sessions import SandboxSessions
+
+__all__ = ["GatewayContext", "GatewayOptions", "WakeMode"]
+
+WakeMode = Literal["now", "next-heartbeat"]
+
+
+@dataclass(slots=True)
+class GatewayOptions:
+    """Run-time knobs that are not config keys: CLI flags and test overrides."""
+
+    host: str | None = None
+    port: int | None = None
+    token: str | None = None
+    tick_interval_s: float = TICK_INTERVAL_MS / 1000
+    handshake_timeout_s: float = 10.0
+    health_cache_s: float = 60.0
+    max_buffered_bytes: int = MAX_BUFFERED_BYTES
+    max_preauth_per_ip: int = 32
+    config_write_budget: tuple[int, float] = (3, 60.0)
+
+
+class GatewayContext(Protocol):
+    """The running gateway as its parts see it."""
+
+    paths: StatePaths
+    options: GatewayOptions
+    boot_id: str
+    started_at: float
+    shutting_down: bool
+    config_store: ConfigStore
+    config_budget: SlidingWindowBudget
+    auth: GatewayAuth
+    bus: EventBus
+    methods: MethodRegistry
+    presence: Presence
+    #: open WebSocket connections by id (the adapter's objects; parts only count or close them)
+    connections: dict[str, Any]
+    #: connection ids that asked for ``sessions.changed``
+    session_subscribers: set[str]
+    dedupe: DedupeCache
+    lanes: LaneQueue
+
+    @property
+    def config(self) -> HomarusConfig: ...
+    @property
+    def host(self) -> str: ...
+
+    # -- services, built on first use ---------------------------------------------------------
+    @property
+    def sessions(self) -> SessionManager: ...
+    @property
+    def journal(self) -> RunJournal: ...
+    @property
+    def hooks(self) -> HookRunner: ...
+    @property
+    def hookmd(self) -> HookMdRunner: ...
+    @property
+    def injections(self) -> InjectionQueue: ...
+    @property
+    def models(self) -> ModelRegistry: ...
+    @property
+    def tools(self) -> ToolRegistry: ...
+    @property
+    def plugins(self) -> PluginRegistry: ...
+    @property
+    def runtime(self) -> AgentRuntime: ...
+    @property
+    def run_events(self) -> RunEvents: ...
+    @property
+    def heartbeats(self) -> Heartbeats: ...
+    @property
+    def memory(self) -> MemoryHub: ...
+    @property
+    def cron(self) -> CronService: ...
+    @property
+    def plugin_approvals(self) -> ApprovalManager: ...
+    @property
+    def exec_approvals(self) -> ExecApprovals: ...
+    @property
+    def extensions(self) -> Extensions: ...
+    @property
+    def exec_host(self) -> tuple[Any, HostBackend]: ...
+    @property
+    def sandboxes(self) -> SandboxSessions: ...
+    @property
+    def tool_access(self) -> ToolAccess: ...
+    @property
+    def web_client(self) -> GuardedClient: ...
+    @property
+    def audit_log(self) -> AuditLog: ...
+    @property
+    def raw_stream_log(self) -> AuditLog: ...
+
+    def built(self, service: str) -> bool:
+        """Whether the lazily built service ``service`` (a property name above) exists yet."""
+        ...
+
+    # -- behaviour ------------------------------------------------------------------------------
+    def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        """Run ``coro`` in the background; the gateway keeps a reference and reaps it."""
+        ...
+
+    async def wake(
+        self, text: str | None, *, mode: WakeMode = "now", agent_id: str | None = None, source: str = "wake"
+    ) -> None:
+        """Queue ``text`` as a system event on the main session; ``now`` runs a heartbeat at once."""
+        ...
+
+    async def approve_tool_call(self, payload: dict[str, Any], timeout_ms: int, abort: asyncio.Event) -> str | None:
+        """Ask the operators to approve a plugin-gated tool call."""
+        ...
+
+    def workspace_dir(self, agent_id: str) -> Path:
+        """The agent's workspace directory."""
+        ...
+
+    def health_summary(self, *, probe: bool = False) -> dict[str, Any]: ...
+
+    def uptime_ms(self) -> int: ...
+
+    def state_version(self) -> dict[str, int]: ...
+
+    def on_config_replaced(self) -> None:
+        """Apply a config written through ``config.set``/``patch``."""
+        ...

@@ -1,0 +1,63 @@
+"""The agent runtime wired to the gateway's services: what a run may reach and where it reports.
+
+Services the runtime only needs during some runs (memory, cron, sandboxes) are reached through
+callables, so building the runtime does not build them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from homarus.agents.runtime import AgentRuntime
+from homarus.gateway.services.cron_access import LazyCron
+from homarus.gateway.services.exec import sandbox_view
+from homarus.gateway.services.skills import plugin_skill_dirs
+
+if TYPE_CHECKING:
+    from homarus.gateway.context import GatewayContext
+    from homarus.sessions.keys import SessionKey
+    from homarus.tools.sandbox_sessions import SandboxView
+
+__all__ = ["build_runtime"]
+
+
+def build_runtime(gw: GatewayContext) -> AgentRuntime:
+    runtime = AgentRuntime(
+        config=lambda: gw.config,
+        sessions=gw.sessions,
+        models=gw.models,
+        tools=gw.tools,
+        lanes=gw.lanes,
+        state_dir=gw.paths.state_dir,
+        on_event=gw.run_events,
+        services={"sessions": gw.sessions},
+        hooks=gw.hooks,
+        spawn=gw.spawn,
+        approve=gw.approve_tool_call,
+        injections=gw.injections,
+    )
+    runtime.services.update(
+        runtime=runtime,
+        hooks=gw.hooks,
+        exec_approvals=gw.exec_approvals.approver(),
+        skill_dirs=lambda: plugin_skill_dirs(gw),
+        cron=LazyCron(gw),
+    )
+    runtime.system_events = gw.heartbeats.events.drain
+    runtime.memory_for = lambda agent_id: gw.memory.for_agent(agent_id)
+    runtime.on_session_run = lambda key: gw.memory.session_started(key.agent_id, key.canonical)
+    cfg = gw.config.logging
+    runtime.audit = gw.audit_log if cfg.audit.enabled else None
+    runtime.raw_stream = gw.raw_stream_log if cfg.raw_stream else None
+
+    def sandbox_for(key: SessionKey) -> SandboxView | None:
+        return sandbox_view(gw.sandboxes, key, gw.config.session.main_key)
+
+    async def bootstrap_hook(event: dict[str, Any]) -> None:
+        if gw.hookmd.handlers_for("agent", "bootstrap"):
+            await gw.hookmd.trigger("agent", "bootstrap", event)
+
+    runtime.sandbox_for = sandbox_for
+    runtime.tool_filter = lambda key, provider, model: gw.tool_access.names_for(key, provider=provider, model=model)
+    runtime.bootstrap_hook = bootstrap_hook
+    return runtime

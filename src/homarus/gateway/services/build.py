@@ -1,0 +1,251 @@
+"""How each gateway service is built, on first use: the lazy-loading boundary.
+
+The composition root maps a service name to one function here (``SERVICES``) and calls it the
+first time a part reads that service. Every function imports what its service needs *inside*
+itself, on purpose: that import is the cost of the service, and it is paid only by a gateway
+that uses it. Nothing at module level here may import a subsystem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from homarus.agents.runtime import AgentRuntime
+    from homarus.audit.log import AuditLog
+    from homarus.cron.service import CronService
+    from homarus.gateway.context import GatewayContext
+    from homarus.gateway.services.exec_approvals import ExecApprovals
+    from homarus.gateway.services.heartbeat import Heartbeats
+    from homarus.gateway.services.memory import MemoryHub
+    from homarus.gateway.services.policy import ToolAccess
+    from homarus.gateway.services.run_events import RunEvents
+    from homarus.plugins.hookmd import HookMdRunner
+    from homarus.plugins.injections import InjectionQueue
+    from homarus.plugins.registry import PluginRegistry
+    from homarus.plugins.runner import HookRunner
+    from homarus.providers.registry import ModelRegistry
+    from homarus.queue.journal import RunJournal
+    from homarus.security.approvals import ApprovalManager
+    from homarus.security.ssrf import GuardedClient
+    from homarus.sessions.manager import SessionManager
+    from homarus.tools.base import ToolRegistry
+    from homarus.tools.process import HostBackend
+    from homarus.tools.sandbox_sessions import SandboxSessions
+
+__all__ = ["SERVICES", "Extensions"]
+
+
+def sessions(gw: GatewayContext) -> SessionManager:
+    from homarus.sessions.manager import SessionManager
+    from homarus.sessions.store import Maintenance
+
+    cfg = gw.config
+    m = cfg.session.maintenance
+    return SessionManager(
+        gw.paths.state_dir,
+        agent_ids=cfg.agents.ids,
+        default_agent=cfg.agents.default_id,
+        main_key=cfg.session.main_key,
+        maintenance=Maintenance(m.mode, m.prune_after_ms, m.max_entries),
+        workspace=cfg.agents.defaults.workspace,
+    )
+
+
+def journal(gw: GatewayContext) -> RunJournal:
+    from homarus.queue.journal import RunJournal
+
+    return RunJournal(gw.paths.state_dir / "runs.sqlite")
+
+
+def hooks(gw: GatewayContext) -> HookRunner:
+    from homarus.config.loader import trace_hooks_enabled
+    from homarus.plugins.runner import HookRunner
+
+    return HookRunner(trace=trace_hooks_enabled())
+
+
+def hookmd(gw: GatewayContext) -> HookMdRunner:
+    from homarus.plugins.hookmd import HookMdRunner
+
+    return HookMdRunner.discover(gw.paths.state_dir)
+
+
+def injections(gw: GatewayContext) -> InjectionQueue:
+    from homarus.plugins.injections import InjectionQueue
+
+    return InjectionQueue(gw.paths.state_dir / "injections")
+
+
+def models(gw: GatewayContext) -> ModelRegistry:
+    from homarus.config.loader import provider_env_keys
+    from homarus.gateway.services.plugins import add_plugin_providers
+    from homarus.providers.adapters import default_factories
+    from homarus.providers.registry import ModelRegistry
+
+    registry = ModelRegistry(
+        gw.config.models,
+        env_keys=provider_env_keys(),
+        factories=default_factories(),
+        base_dir=gw.paths.config_path.parent,
+    )
+    if gw.built("extensions"):
+        add_plugin_providers(gw, gw.plugins, registry)
+    return registry
+
+
+@dataclass(slots=True)
+class Extensions:
+    """The tool registry and the plugins loaded into it: built together, since plugins add tools."""
+
+    tools: ToolRegistry
+    plugins: PluginRegistry
+
+
+def extensions(gw: GatewayContext) -> Extensions:
+    from homarus.gateway.services.plugins import add_plugin_providers, install_plugins, log_diagnostics
+    from homarus.gateway.services.tooling import core_tools
+    from homarus.plugins.loader import default_workspace, load_plugins
+
+    tools = core_tools(gw)
+    # plugins after the core: they see every core name, and core always wins a clash
+    plugins = load_plugins(
+        gw.config,
+        state_dir=gw.paths.state_dir,
+        workspace=default_workspace(gw.config, gw.paths.state_dir),
+        runner=gw.hooks,
+        tools=tools,
+        reserved_methods=frozenset(gw.methods.names()),
+        reserved_commands=core_command_names(),
+    )
+    install_plugins(gw, plugins)
+    if gw.built("models"):
+        add_plugin_providers(gw, plugins, gw.models)
+    log_diagnostics(plugins)
+    return Extensions(tools, plugins)
+
+
+def core_command_names() -> frozenset[str]:
+    from homarus.gateway.services.chat_commands import CORE_COMMANDS
+
+    return CORE_COMMANDS
+
+
+def tools(gw: GatewayContext) -> ToolRegistry:
+    return gw.extensions.tools
+
+
+def plugins(gw: GatewayContext) -> PluginRegistry:
+    return gw.extensions.plugins
+
+
+def exec_host(gw: GatewayContext) -> tuple[Any, HostBackend]:
+    from homarus.gateway.services.exec import build_exec
+
+    return build_exec(gw.config, gw.paths.state_dir)
+
+
+def sandboxes(gw: GatewayContext) -> SandboxSessions:
+    from homarus.gateway.services.exec import build_sandboxes
+
+    return build_sandboxes(gw.config, gw.paths.state_dir, gw.workspace_dir)
+
+
+def web_client(gw: GatewayContext) -> GuardedClient:
+    from homarus.tools.web import WebSettings, guarded_client_for
+
+    return guarded_client_for(WebSettings.from_config(gw.config.tools))
+
+
+def tool_access(gw: GatewayContext) -> ToolAccess:
+    from homarus.gateway.services.policy import ToolAccess
+
+    return ToolAccess(gw)
+
+
+def runtime(gw: GatewayContext) -> AgentRuntime:
+    from homarus.gateway.services.agent_runtime import build_runtime
+
+    return build_runtime(gw)
+
+
+def run_events(gw: GatewayContext) -> RunEvents:
+    from homarus.gateway.services.run_events import RunEvents
+
+    return RunEvents(gw)
+
+
+def heartbeats(gw: GatewayContext) -> Heartbeats:
+    from homarus.gateway.services.heartbeat import Heartbeats
+
+    return Heartbeats(gw)
+
+
+def memory(gw: GatewayContext) -> MemoryHub:
+    from homarus.gateway.services.memory import MemoryHub
+
+    return MemoryHub(gw)
+
+
+def cron(gw: GatewayContext) -> CronService:
+    from homarus.gateway.services.cron import build_cron
+
+    service = build_cron(gw)
+    service.scheduler.start_now()
+    return service
+
+
+def plugin_approvals(gw: GatewayContext) -> ApprovalManager:
+    from homarus.gateway.services.approvals import build_plugin_approvals
+
+    return build_plugin_approvals(gw)
+
+
+def exec_approvals(gw: GatewayContext) -> ExecApprovals:
+    from homarus.gateway.services.exec_approvals import ExecApprovals
+
+    return ExecApprovals(gw)
+
+
+def audit_log(gw: GatewayContext) -> AuditLog:
+    from homarus.audit.log import AuditLog
+
+    cfg = gw.config.logging
+    return AuditLog(gw.paths.state_dir / "logs", max_file_bytes=cfg.audit.max_file_mb * 1024 * 1024)
+
+
+def raw_stream_log(gw: GatewayContext) -> AuditLog:
+    from homarus.audit.log import AuditLog
+
+    cfg = gw.config.logging
+    return AuditLog(
+        gw.paths.state_dir / "logs", max_file_bytes=cfg.audit.max_file_mb * 1024 * 1024, prefix="raw-stream"
+    )
+
+
+#: service name (an attribute of the gateway) -> its builder
+SERVICES: Final = {
+    "sessions": sessions,
+    "journal": journal,
+    "hooks": hooks,
+    "hookmd": hookmd,
+    "injections": injections,
+    "models": models,
+    "extensions": extensions,
+    "tools": tools,
+    "plugins": plugins,
+    "exec_host": exec_host,
+    "sandboxes": sandboxes,
+    "web_client": web_client,
+    "tool_access": tool_access,
+    "runtime": runtime,
+    "run_events": run_events,
+    "heartbeats": heartbeats,
+    "memory": memory,
+    "cron": cron,
+    "plugin_approvals": plugin_approvals,
+    "exec_approvals": exec_approvals,
+    "audit_log": audit_log,
+    "raw_stream_log": raw_stream_log,
+}

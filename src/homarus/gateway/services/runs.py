@@ -1,0 +1,89 @@
+"""Running an accepted run, shared by every entry point (``agent``, ``chat.send``, webhooks, cron,
+heartbeat, the OpenAI-compatible API).
+
+:func:`start_run` writes the run to the journal before anyone is told it was accepted;
+:func:`run_and_finish` submits it to the runtime and records its end in the journal, the
+idempotency cache and the ``agent.wait`` snapshots.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from homarus.agents.request import RunRequest
+from homarus.agents.runs import RunOutcome
+from homarus.errors import Unavailable
+
+if TYPE_CHECKING:
+    from homarus.gateway.context import GatewayContext
+
+__all__ = ["RunFailed", "final_payload", "run_and_finish", "start_run"]
+
+
+class RunFailed(Unavailable):
+    """A run ended in error; the response also carries a payload describing it."""
+
+    def __init__(self, message: str, payload: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.payload = payload
+
+
+def final_payload(outcome: RunOutcome) -> dict[str, Any]:
+    return {
+        "runId": outcome.run_id,
+        "status": "ok" if outcome.status != "error" else "error",
+        "summary": "completed" if outcome.status == "ok" else outcome.status,
+        "result": outcome.to_payload(),
+    }
+
+
+async def start_run(gateway: GatewayContext, req: RunRequest, kind: str, params: dict[str, Any]) -> tuple[bool, Any]:
+    """Journal ``req`` as accepted; returns (created, previous record when it already existed)."""
+    record, created = await asyncio.to_thread(
+        gateway.journal.accept,
+        req.run_id,
+        kind,
+        params,
+        session_key=req.session_key.canonical,
+        agent_id=req.session_key.agent_id,
+        lane=req.lane,
+    )
+    return created, record
+
+
+async def run_and_finish(gateway: GatewayContext, req: RunRequest, kind: str) -> RunOutcome:
+    """Run ``req`` through the runtime and record its end in the journal and the dedupe cache."""
+    await asyncio.to_thread(gateway.journal.mark_started, req.run_id)
+    try:
+        outcome = await gateway.runtime.submit(req)
+    except Exception as exc:
+        message = getattr(exc, "message", None) or f"{type(exc).__name__}"
+        outcome = RunOutcome(
+            req.run_id,
+            req.session_key.canonical,
+            "error",
+            error=message,
+            started_at=int(time.time() * 1000),
+            ended_at=int(time.time() * 1000),
+        )
+    payload = final_payload(outcome)
+    status = outcome.status if outcome.status != "aborted" else "aborted"
+    await asyncio.to_thread(
+        gateway.journal.finish,
+        req.run_id,
+        status,
+        result=payload,
+        error={"message": outcome.error} if outcome.error else None,
+    )
+    ok = outcome.status != "error"
+    gateway.dedupe.put(
+        f"{kind}:{req.run_id}",
+        outcome.status,
+        ok=ok,
+        payload=payload,
+        error=None if ok else {"code": "UNAVAILABLE", "message": outcome.error or "run failed"},
+    )
+    gateway.run_events.finished(req.run_id, outcome.status, outcome.started_at, outcome.ended_at, outcome.error)
+    return outcome

@@ -1,0 +1,54 @@
+"""The connected WebSocket clients: admission, attach/detach (bus, presence), and closing them all."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING
+
+from homarus.gateway.ws.admission import Admission
+
+if TYPE_CHECKING:
+    from homarus.gateway.context import GatewayContext
+    from homarus.gateway.ws.connection import WSConnection
+
+__all__ = ["WSHub"]
+
+
+class WSHub:
+    def __init__(self, gateway: GatewayContext) -> None:
+        self.gateway = gateway
+        self.admission = Admission(gateway)
+        self._drained = asyncio.Event()
+
+    def attach(self, conn: WSConnection) -> None:
+        assert conn.info is not None
+        gw = self.gateway
+        gw.connections[conn.conn_id] = conn
+        gw.bus.add(conn)
+        if gw.presence.add(conn.conn_id, conn.info):
+            self._presence_changed()
+
+    def detach(self, conn: WSConnection) -> None:
+        gw = self.gateway
+        gw.connections.pop(conn.conn_id, None)
+        gw.bus.remove(conn.conn_id)
+        gw.session_subscribers.discard(conn.conn_id)
+        if gw.presence.remove(conn.conn_id):
+            self._presence_changed()
+        if not gw.connections:
+            self._drained.set()
+
+    def _presence_changed(self) -> None:
+        gw = self.gateway
+        gw.bus.broadcast("presence", {"presence": gw.presence.list()}, droppable=True, state_version=gw.state_version())
+
+    async def close_all(self, code: int, reason: str, *, timeout_s: float = 2.0) -> None:
+        """Close every socket and wait (bounded) until they are gone."""
+        connections = self.gateway.connections
+        for conn in list(connections.values()):
+            conn.close(code, reason)
+        if connections:
+            self._drained.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._drained.wait(), timeout=timeout_s)
