@@ -70,7 +70,7 @@ from bench.harness import (  # after the sys.path line above
 )
 from bench.loopback_model import HTTP_TOOL_MARK, TOOL_REPLY, LoopbackModel, describe_request
 from homarus.agents.runtime import RunRequest
-from homarus.config.loader import StatePaths
+from homarus.config.paths import StatePaths
 from homarus.gateway.app import GatewayOptions
 from homarus.gateway.server import build_gateway
 from homarus.messages import Context, ModelInfo, StreamEvent, StreamOptions

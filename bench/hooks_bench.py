@@ -51,7 +51,7 @@ from bench.harness import (  # after the sys.path line above
     verdict,
 )
 from homarus.agents.runtime import RunRequest
-from homarus.config.loader import StatePaths
+from homarus.config.paths import StatePaths
 from homarus.gateway.app import Gateway, GatewayOptions
 from homarus.gateway.server import build_gateway
 from homarus.plugins import events as ev

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from homarus.config.loader import StatePaths
+from homarus.config.paths import StatePaths
 from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
 from homarus.gateway.server import GatewayServer, make_server

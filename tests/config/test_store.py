@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from homarus.config.loader import StatePaths
+from homarus.config.paths import StatePaths
 from homarus.config.redact import REDACTED
 from homarus.config.store import ConfigStore, merge_patch
 from homarus.errors import ConfigError, InvalidRequest

@@ -10,16 +10,8 @@ import pytest
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from homarus.protocol.connect import ConnectParams
-from homarus.protocol.frames import (
-    ErrorShape,
-    FrameError,
-    RequestFrame,
-    decode_request,
-    encode,
-    error_response,
-    event_frame,
-    ok_response,
-)
+from homarus.protocol.frames import ErrorShape, encode, error_response, event_frame, ok_response
+from homarus.protocol.inbound import FrameError, RequestFrame, decode_request
 from homarus.protocol.validation import format_errors
 
 CLIENT: dict[str, Any] = {"id": "cli", "version": "1.0.0", "platform": "linux", "mode": "cli"}

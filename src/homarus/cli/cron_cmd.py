@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from homarus.config.loader import StatePaths
+    from homarus.config.paths import StatePaths
 
 __all__ = ["add_cron_parser", "main", "run_cron"]
 
@@ -228,7 +228,7 @@ def run_cron(args: argparse.Namespace, paths: StatePaths) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m homarus.cli.cron_cmd ...`` (same as ``homarus cron ...``)."""
-    from homarus.config.loader import StatePaths
+    from homarus.config.paths import StatePaths
 
     parser = argparse.ArgumentParser(prog="homarus")
     add_cron_parser(parser.add_subparsers(dest="command"))

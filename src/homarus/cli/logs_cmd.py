@@ -11,7 +11,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from homarus.config.loader import StatePaths
+from homarus.config.paths import StatePaths
 
 __all__ = ["add_logs_parser", "run_logs"]
 

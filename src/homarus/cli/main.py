@@ -118,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "skills" and args.skills_command:
             from homarus.cli.skills_cmd import run_skills
-            from homarus.config.loader import StatePaths
+            from homarus.config.paths import StatePaths
 
             return run_skills(args, StatePaths.from_env())
         return commands.dispatch(args, parser)

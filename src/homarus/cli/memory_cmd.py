@@ -8,14 +8,13 @@ it in atomically.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from homarus.config.loader import StatePaths
+    from homarus.config.paths import StatePaths
     from homarus.memory.manager import MemoryManager
 
 __all__ = ["add_memory_parser", "run_memory"]
@@ -80,6 +79,8 @@ async def _run(args: argparse.Namespace, paths: StatePaths) -> dict[str, Any]:
 
 
 def run_memory(args: argparse.Namespace, paths: StatePaths) -> int:
+    import asyncio  # not at module level: the parser is built at `homarus --help` time
+
     from homarus.errors import HomarusError
 
     try:

@@ -14,7 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from homarus.config.loader import StatePaths
+    from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
     from homarus.skills.catalog import PluginSkillDir, SkillsView
 

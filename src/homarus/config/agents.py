@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from homarus.config.automation import HeartbeatConfig
-from homarus.config.base import ConfigModel
-from homarus.config.memory import MemorySearchConfig
-from homarus.config.sandbox import SandboxConfig
-from homarus.config.tools import AgentToolsConfig
+from homarus.config.base import DEFAULTS, ConfigModel, lazy_section
+from homarus.config.heartbeat import HeartbeatConfig
+
+if TYPE_CHECKING:
+    from homarus.config.memory import MemorySearchConfig
+    from homarus.config.sandbox import SandboxConfig
+    from homarus.config.tools import AgentToolsConfig
 
 __all__ = [
     "DEFAULT_AGENT_ID",
@@ -28,6 +30,9 @@ __all__ = [
 DEFAULT_AGENT_ID = "main"
 _AGENT_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 _MODEL_REF = r"^[A-Za-z0-9._-]+/\S+$"
+_AGENT_TOOLS = "homarus.config.tools:AgentToolsConfig"
+_SANDBOX = "homarus.config.sandbox:SandboxConfig"
+_MEMORY_SEARCH = "homarus.config.memory:MemorySearchConfig"
 
 
 class ModelChoice(ConfigModel):
@@ -79,8 +84,12 @@ class AgentEntry(ConfigModel):
     workspace: str | None = None
     model: ModelChoice | None = None
     #: this agent's own tool policy layer (narrows the global one)
-    tools: AgentToolsConfig | None = None
+    tools_: lazy_section(_AGENT_TOOLS) = Field(None, alias="tools")  # type: ignore[valid-type]
     skills: tuple[str, ...] | None = None  # skill names this agent may use (None: all)
+
+    @property
+    def tools(self) -> AgentToolsConfig | None:
+        return self._lazy("tools_", _AGENT_TOOLS)  # type: ignore[no-any-return]
 
 
 class SubagentDefaults(ConfigModel):
@@ -98,14 +107,22 @@ class AgentsDefaults(ConfigModel):
     bootstrap_total_max_chars: int = Field(60_000, ge=100)
     user_timezone: str | None = None
     #: confinement of exec: off | non-main | all (bubblewrap on Linux)
-    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    sandbox_: lazy_section(_SANDBOX) = Field(DEFAULTS, alias="sandbox")  # type: ignore[valid-type]
     #: "parallel" runs a turn's tool calls concurrently (results still in call order)
     tool_execution: Literal["parallel", "sequential"] = "parallel"
     #: global `main` lane: agent runs in parallel across sessions
     max_concurrent: int = Field(4, ge=1, le=256)
     subagents: SubagentDefaults = Field(default_factory=SubagentDefaults)
     heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
-    memory_search: MemorySearchConfig = Field(default_factory=MemorySearchConfig)
+    memory_search_: lazy_section(_MEMORY_SEARCH) = Field(DEFAULTS, alias="memorySearch")  # type: ignore[valid-type]
+
+    @property
+    def sandbox(self) -> SandboxConfig:
+        return self._lazy("sandbox_", _SANDBOX)  # type: ignore[no-any-return]
+
+    @property
+    def memory_search(self) -> MemorySearchConfig:
+        return self._lazy("memory_search_", _MEMORY_SEARCH)  # type: ignore[no-any-return]
 
 
 class AgentsConfig(ConfigModel):

@@ -1,4 +1,4 @@
-"""The ``hooks`` section (public webhooks) and ``agents.defaults.heartbeat``.
+"""The ``hooks`` section: public webhooks.
 
 Webhooks are the surface exposed to the internet, so the section is strict: enabling it needs its
 own token (at least 16 characters, different from the gateway's — checked in ``schema.py``), the
@@ -15,9 +15,7 @@ from pydantic import Field, SecretStr, field_validator, model_validator
 
 from homarus.config.base import ConfigModel
 
-__all__ = ["HeartbeatConfig", "HookMapping", "HookMatch", "HookTransform", "HooksConfig"]
-
-_DURATION = r"^\d+(ms|s|m|h|d)$"
+__all__ = ["HookMapping", "HookMatch", "HookTransform", "HooksConfig"]
 
 
 class HookMatch(ConfigModel):
@@ -94,13 +92,3 @@ class HooksConfig(ConfigModel):
         if prefixes and self.default_session_key is None and not any("hook:".startswith(p) for p in prefixes):
             raise ValueError("allowedSessionKeyPrefixes must include 'hook:' when defaultSessionKey is not set")
         return self
-
-
-class HeartbeatConfig(ConfigModel):
-    #: ``0m`` (or ``0``/``off``) disables periodic heartbeats
-    every: str = Field("30m", pattern=r"^(\d+(ms|s|m|h|d)|0|off)$")
-    ack_max_chars: int = Field(300, ge=0, le=100_000)
-    #: the user message of a heartbeat turn (default: the reference prompt)
-    prompt: str | None = Field(None, min_length=1, max_length=20_000)
-    #: while user runs are in flight, retry after this long
-    busy_retry: str = Field("30s", pattern=_DURATION)

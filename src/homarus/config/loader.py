@@ -19,6 +19,7 @@ from typing import Any
 import json5
 from pydantic import ValidationError
 
+from homarus.config.paths import StatePaths
 from homarus.config.schema import HomarusConfig
 from homarus.errors import ConfigError
 
@@ -38,25 +39,6 @@ __all__ = [
 ]
 
 _ENV_REF = re.compile(r"\$(\$?)\{([A-Z_][A-Z0-9_]*)\}")
-
-
-@dataclass(frozen=True, slots=True)
-class StatePaths:
-    """Where Homarus keeps its state and which config file it reads."""
-
-    state_dir: Path
-    config_path: Path
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> StatePaths:
-        env = os.environ if env is None else env
-        state = Path(env.get("HOMARUS_STATE_DIR") or Path.home() / ".homarus").expanduser()
-        config = env.get("HOMARUS_CONFIG")
-        return cls(state_dir=state, config_path=Path(config).expanduser() if config else state / "homarus.json")
-
-    @property
-    def token_path(self) -> Path:
-        return self.state_dir / "gateway.token"
 
 
 @dataclass(frozen=True, slots=True)

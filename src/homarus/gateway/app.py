@@ -38,7 +38,7 @@ from homarus.security.ratelimit import SlidingWindowBudget
 if TYPE_CHECKING:
     from homarus.agents.runtime import AgentRuntime
     from homarus.audit.log import AuditLog
-    from homarus.config.loader import StatePaths
+    from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
     from homarus.config.store import ConfigStore
     from homarus.cron.service import CronService

@@ -20,13 +20,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.config import Config as UvicornConfig
 from uvicorn.server import Server as UvicornServer
 
-from homarus.config.loader import StatePaths
+from homarus.config.paths import StatePaths
 from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
 from homarus.gateway.http.asgi import build_http_app, probe_routes
 from homarus.gateway.http.control_ui import control_ui_routes
 from homarus.gateway.http.lazy import LazyMount
-from homarus.gateway.ws.connection import WSConnection
 from homarus.gateway.ws.uvicorn_ws import protocol_class
 from homarus.protocol.limits import MAX_PAYLOAD_BYTES
 
@@ -89,6 +88,9 @@ def build_asgi(gateway: Gateway, extra_routes: Sequence[BaseRoute] = ()) -> ASGI
 
     async def root(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
+            # the protocol stack (frames, handshake, device proofs) loads with the first client
+            from homarus.gateway.ws.connection import WSConnection
+
             await WSConnection(gateway, gateway.ws, dict(scope), receive, send).run()
             return
         await http_app(scope, receive, send)

@@ -19,14 +19,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from homarus.protocol.connect import ConnectParams
-from homarus.protocol.frames import (
-    ErrorShape,
-    FrameError,
-    decode_request,
-    error_response,
-    event_frame,
-    ok_response,
-)
+from homarus.protocol.frames import ErrorShape, error_response, event_frame, ok_response
+from homarus.protocol.inbound import FrameError, decode_request
 from homarus.protocol.limits import MAX_PREAUTH_PAYLOAD_BYTES, SUPPORTED_PROTOCOLS, CloseCode, truncate_reason
 from homarus.protocol.validation import format_errors
 

@@ -18,7 +18,7 @@ from homarus.security.token_store import load_or_create_token
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from homarus.config.loader import StatePaths
+    from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
 
 __all__ = ["GatewayAuth"]

@@ -25,10 +25,7 @@ from collections import deque
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from homarus.agents.request import RunRequest
 from homarus.config.values import parse_duration_ms
-from homarus.gateway.services.runs import run_and_finish, start_run
-from homarus.plugins import events as ev
 
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext, WakeMode
@@ -181,6 +178,10 @@ class Heartbeats:
 
     # -- one heartbeat ------------------------------------------------------------------------------
     async def run_once(self, reason: str = "manual") -> dict[str, Any]:
+        # the run machinery is imported by the first heartbeat, not by a gateway that only waits for it
+        from homarus.agents.request import RunRequest
+        from homarus.gateway.services.runs import run_and_finish, start_run
+
         gw = self.gateway
         key = gw.sessions.resolve_key(self.main_key())
         if not self.enabled:
@@ -220,6 +221,8 @@ class Heartbeats:
         """The heartbeat prompt with what ``heartbeat_prompt_contribution`` plugins add around it."""
         if not self.gateway.built("hooks") or not self.gateway.hooks.has("heartbeat_prompt_contribution"):
             return prompt
+        from homarus.plugins import events as ev
+
         hooks = self.gateway.hooks
         ctx = ev.HookContext(agent_id=agent_id, session_key=session_key, run_id=run_id, trigger="heartbeat")
         event = ev.HeartbeatPromptContributionEvent(session_key, agent_id, "heartbeat", context=ctx)

@@ -17,8 +17,9 @@ from homarus.gateway.router import ClientInfo, MethodCall
 from homarus.gateway.ws.hello import hello_payload
 from homarus.gateway.ws.outbox import Outbox
 from homarus.gateway.ws.uvicorn_ws import MAX_SIZE_EXTENSION
-from homarus.protocol.frames import ErrorShape, FrameError, decode_request, error_response, ok_response
+from homarus.protocol.frames import ErrorShape, error_response, ok_response
 from homarus.protocol.handshake import Close, ConnectRequest, Rejected, ServerHandshake
+from homarus.protocol.inbound import FrameError, decode_request
 from homarus.protocol.limits import MAX_PAYLOAD_BYTES, CloseCode
 from homarus.security.origin import ORIGIN_NOT_ALLOWED, check_origin
 

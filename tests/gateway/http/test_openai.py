@@ -14,7 +14,7 @@ import pytest
 from homarus.messages import UserMessage
 from homarus.providers.scripted import Fail, Gate, Reply
 from tests.conftest import TEST_TOKEN, RunningGateway
-from tests.gateway.http_api_support import api_gateway, wait_for
+from tests.gateway.http.api_support import api_gateway, wait_for
 from tests.wsclient import open_client
 
 LONG = "The quick brown fox jumps over the lazy dog. " * 6
@@ -322,7 +322,7 @@ def test_bad_requests(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_rate_limited_after_repeated_failures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = {"gateway": {"auth": {"rateLimit": {"maxAttempts": 2, "exemptLoopback": False}}}}
-    monkeypatch.setattr("tests.gateway.http_api_support.api_config", _merged(config))
+    monkeypatch.setattr("tests.gateway.http.api_support.api_config", _merged(config))
     with api_gateway(tmp_path, monkeypatch) as (gw, _):
         url = f"{gw.http}/v1/chat/completions"
         for _ in range(2):
@@ -332,9 +332,9 @@ def test_rate_limited_after_repeated_failures(tmp_path: Path, monkeypatch: pytes
 
 
 def _merged(extra: dict[str, Any]) -> Any:
-    from tests.gateway import http_api_support
+    from tests.gateway.http import api_support
 
-    base = http_api_support.api_config
+    base = api_support.api_config
 
     def config(**kw: Any) -> dict[str, Any]:
         merged = base(**kw)

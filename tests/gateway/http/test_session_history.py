@@ -13,7 +13,7 @@ import pytest
 
 from homarus.providers.scripted import Reply
 from tests.conftest import TEST_TOKEN, RunningGateway
-from tests.gateway.http_api_support import api_gateway, wait_for
+from tests.gateway.http.api_support import api_gateway, wait_for
 
 KEY = "agent:main:notebook"
 AUTH = {"Authorization": f"Bearer {TEST_TOKEN}"}
