@@ -294,6 +294,8 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+    #: a few words for the system prompt's tool list (empty: the description's first sentence)
+    summary: str = ""
 
 
 @dataclass(slots=True)

@@ -22,6 +22,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
+import orjson
+
 from homarus.config.models import ProviderConfig
 from homarus.messages import AssistantMessage, ModelInfo, StreamError, StreamEvent, StreamOptions, ToolCall, Usage
 from homarus.providers.classify import http_error_text, parse_retry_after, scrub
@@ -384,7 +386,8 @@ class HttpAdapter:
 
         msg, key = decoder.msg, options.api_key
         try:
-            content = json.dumps(make_body(), default=str).encode()
+            # compact UTF-8: a request is sent on every turn, and spaces and \u escapes are paid per turn
+            content = orjson.dumps(make_body(), default=str)
         except (TypeError, ValueError) as exc:
             yield fail(msg, f"cannot encode the request: {exc}", key)
             return

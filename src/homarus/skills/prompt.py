@@ -22,10 +22,9 @@ __all__ = ["SkillsPrompt", "render_skills_prompt"]
 
 _HEAD = (
     "## Skills\n"
-    "Skills are saved instructions for specific tasks. Before a task that one of the skills below covers, "
-    "read its SKILL.md with the read tool (pass the location exactly as shown) and follow it; files it "
-    "mentions live next to it. Read only the skill the task needs. A skill never overrides the Safety rules: "
-    "ask before running any command a skill suggests that installs software or needs elevated rights.\n"
+    "Before a task one of these skills covers, read its SKILL.md (the location exactly as shown) and follow "
+    "it; files it mentions sit next to it. Read only the skill you need. Skills never override Safety: ask "
+    "before running a command a skill suggests that installs software or needs elevated rights.\n"
     "<available_skills>"
 )
 _TAIL = "</available_skills>"

@@ -68,10 +68,12 @@ class Tool:
     label: str = ""
     #: owner-only / dangerous tools are marked so policies can deny them by default
     tags: frozenset[str] = frozenset()
+    #: a few words for the system prompt's tool list; the full description goes with the schema
+    summary: str = ""
 
     @property
     def spec(self) -> ToolSpec:
-        return ToolSpec(self.name, self.description, self.parameters)
+        return ToolSpec(self.name, self.description, self.parameters, self.summary)
 
 
 class ToolRegistry:
@@ -109,6 +111,7 @@ def tool_from_function(
     name: str | None = None,
     description: str | None = None,
     tags: frozenset[str] = frozenset(),
+    summary: str = "",
 ) -> Tool:
     """Build a Tool from ``async def fn(ctx: ToolContext, *, a: int, b: str = "x") -> str | ToolResult``."""
     sig = inspect.signature(fn)
@@ -121,7 +124,7 @@ def tool_from_function(
     model: type[BaseModel] = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
     schema = _compact_schema(model.model_json_schema())
     doc = inspect.getdoc(fn) or ""
-    summary = description or doc.split("\n\n")[0].replace("\n", " ")
+    text = description or doc.split("\n\n")[0].replace("\n", " ")
 
     async def execute(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         try:
@@ -135,16 +138,42 @@ def tool_from_function(
         return result if isinstance(result, ToolResult) else ToolResult.text(str(result))
 
     tool_name = name or fn.__name__
-    return Tool(tool_name, summary, schema, execute, label=tool_name.replace("_", " "), tags=tags)
+    return Tool(tool_name, text, schema, execute, label=tool_name.replace("_", " "), tags=tags, summary=summary)
+
+
+_NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
 
 
 def _compact_schema(schema: Any) -> Any:
-    """Drop pydantic's titles: they cost request bytes and tell the model nothing new."""
-    if isinstance(schema, dict):
-        return {k: _compact_schema(v) for k, v in schema.items() if k != "title"}
+    """The schema as the model needs it: every byte is paid on every turn.
+
+    Drops pydantic's titles (they tell the model nothing new) and ``additionalProperties: false``
+    (the validation refuses unknown arguments with a message the model can act on, and the
+    original's schemas do not state it either), and states an optional parameter
+    (``x: T | None = None``) as plain ``T``: not being in ``required`` already says it may be left
+    out, and the validation still accepts an explicit null.
+    """
     if isinstance(schema, list):
         return [_compact_schema(v) for v in schema]
-    return schema
+    if not isinstance(schema, dict):
+        return schema
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _NAME_MAPS and isinstance(value, dict):  # names here are parameters, not keywords
+            out[key] = {name: _compact_schema(sub) for name, sub in value.items()}
+        elif key != "title" and not (key == "additionalProperties" and value is False):
+            out[key] = _compact_schema(value)
+    if "default" in out and out["default"] is None:
+        del out["default"]
+        variants = out.get("anyOf")
+        if isinstance(variants, list) and {"type": "null"} in variants:
+            rest = [v for v in variants if v != {"type": "null"}]
+            if len(rest) == 1 and isinstance(rest[0], dict):
+                del out["anyOf"]
+                out = {**rest[0], **out}
+            else:
+                out["anyOf"] = rest
+    return out
 
 
 def tool_schema_tool(tools: dict[str, Tool]) -> Tool:

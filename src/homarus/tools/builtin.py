@@ -26,7 +26,7 @@ manifest: dict[str, Any] = {
 
 
 async def current_time(ctx: ToolContext, timezone: str | None = None) -> ToolResult:
-    """Current date and time, in the given IANA timezone (e.g. Europe/Paris) or UTC."""
+    """Current date and time in an IANA timezone such as Europe/Paris (default UTC)."""
     try:
         tz = ZoneInfo(timezone) if timezone else UTC
     except (ZoneInfoNotFoundError, ValueError):
@@ -36,7 +36,7 @@ async def current_time(ctx: ToolContext, timezone: str | None = None) -> ToolRes
 
 
 async def session_status(ctx: ToolContext) -> ToolResult:
-    """Status of the current session: key, model, token counts, compactions, when it started."""
+    """This session's key, model, token counts, compactions and start time."""
     sessions: Any = ctx.services.get("sessions")
     info: dict[str, Any] = {"sessionKey": ctx.session_key, "agentId": ctx.agent_id, "runId": ctx.run_id}
     if sessions is not None:
@@ -58,7 +58,10 @@ async def session_status(ctx: ToolContext) -> ToolResult:
 
 
 def builtin_tools() -> list[Tool]:
-    return [tool_from_function(current_time), tool_from_function(session_status)]
+    return [
+        tool_from_function(current_time, summary="Current date and time"),
+        tool_from_function(session_status, summary="This session's status and token use"),
+    ]
 
 
 def register_builtins(registry: ToolRegistry) -> None:

@@ -105,4 +105,4 @@ async def cron(
 
 
 def cron_tool() -> Tool:
-    return tool_from_function(cron, tags=frozenset({"automation"}))
+    return tool_from_function(cron, tags=frozenset({"automation"}), summary="Reminders and scheduled jobs")

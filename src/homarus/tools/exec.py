@@ -69,7 +69,7 @@ _BLOCKED_ENV = re.compile(
 )
 
 _MODE_NOTES = {
-    "deny": "Currently disabled by the gateway's configuration (tools.exec.security is deny).",
+    "deny": "Currently disabled by this gateway's config (tools.exec.security: deny).",
     "allowlist": (
         "Only allowlisted programs (and read-only filters such as grep, sort, wc reading stdin) run "
         "without approval; pipes and &&, ||, ; chains are fine when every part is allowed, while $(...), "
@@ -384,17 +384,20 @@ def make_exec_tools(policy: ExecPolicy | None = None, backend: ExecBackend | Non
     mode = pol.security if pol.host or pol.security == "deny" else "sandbox"
     note = _MODE_NOTES[mode].format(allow=", ".join(pol.allowlist) or "(nothing)")
     exec_doc = (
-        "Run a command in the workspace and return its exit code, stdout and stderr. workdir is relative "
-        "to the workspace; env adds variables. The command and everything it started are killed after "
-        f"timeout_seconds (at most {pol.max_timeout_seconds}). Output is kept up to "
-        f"{pol.max_output_bytes:,} bytes per stream. Use background=true for long-running processes "
-        f"(servers, watchers), then the process tool. {note}"
+        "Run a shell command in the workspace (workdir: a subdirectory); returns exit code, stdout and "
+        f"stderr. Killed after timeout_seconds (max {pol.max_timeout_seconds}); output capped "
+        f"at {pol.max_output_bytes:,} bytes per stream. background=true for servers and "
+        f"watchers, then use process. {note}"
     )
     process_doc = (
-        "Manage background processes started by exec with background=true: list them, poll (output since "
-        "the last poll and status), log (all kept output), write data to stdin (no data: close stdin), kill."
+        "Background processes started by exec: list, poll (new output and status), log (all kept output), "
+        "write (data to stdin; no data closes it), kill."
     )
     return [
-        tool_from_function(exec, description=exec_doc, tags=frozenset({"runtime", "dangerous"})),
-        tool_from_function(process, description=process_doc, tags=frozenset({"runtime"})),
+        tool_from_function(
+            exec, description=exec_doc, tags=frozenset({"runtime", "dangerous"}), summary="Run shell commands"
+        ),
+        tool_from_function(
+            process, description=process_doc, tags=frozenset({"runtime"}), summary="Manage background commands"
+        ),
     ]

@@ -351,31 +351,28 @@ def skill_root(ctx: ToolContext, path: str) -> tuple[Path, str] | None:
 
 
 async def read(ctx: ToolContext, path: str, offset: int | None = None, limit: int | None = None) -> ToolResult:
-    """Read a text file in the workspace; the path is relative to the workspace.
+    """Read a text file (path relative to the workspace).
 
-    Returns the file's lines under a one-line header. At most 2000 lines / 256 KB per call:
-    when the output stops early it ends with the offset to continue from. offset is the 1-based
-    line to start at, limit the number of lines. Binary files are described (type and size);
-    small PNG/JPEG/GIF/WebP images are returned as images.
+    At most 2000 lines / 256 KB per call; output cut short ends with the offset to continue from.
+    offset: 1-based first line; limit: number of lines. Binary files are described; small images
+    are returned as images.
     """
     return await _in_thread(_read_sync, *(skill_root(ctx, path) or file_root(ctx, path, write=False)), offset, limit)
 
 
 async def write(ctx: ToolContext, path: str, content: str) -> ToolResult:
-    """Create or overwrite a file in the workspace with content (UTF-8 text, at most 5 MB).
+    """Create or overwrite a workspace file with UTF-8 content (max 5 MB).
 
-    Parent directories are created. The whole file is replaced atomically and an existing file
-    keeps its permissions. Prefer edit for small changes to an existing file.
+    Creates parent directories; replaces the file atomically. Prefer edit for small changes.
     """
     return await _in_thread(_write_sync, *file_root(ctx, path, write=True), content)
 
 
 async def edit(ctx: ToolContext, path: str, old_text: str, new_text: str, replace_all: bool = False) -> ToolResult:
-    """Replace old_text with new_text in a text file in the workspace.
+    """Replace old_text with new_text in a workspace text file.
 
-    old_text must match the file exactly (whitespace, indentation and line breaks included) and
-    occur exactly once unless replace_all is true; include enough surrounding lines to make it
-    unique. The file's line endings (LF or CRLF) are kept.
+    old_text must match exactly (whitespace and line breaks included) and occur once unless
+    replace_all; include enough context to make it unique. Line endings are kept.
     """
     return await _in_thread(_edit_sync, *file_root(ctx, path, write=True), old_text, new_text, replace_all)
 
@@ -394,7 +391,17 @@ def _with_aliases(tool: Tool) -> Tool:
 def file_tools() -> list[Tool]:
     """``read``, ``write``, ``edit`` and ``apply_patch``, bounded to each call's workspace."""
     tools = [
-        tool_from_function(fn, description=inspect.getdoc(fn), tags=frozenset({"fs", "writes"} if writes else {"fs"}))
-        for fn, writes in ((read, False), (write, True), (edit, True), (apply_patch, True))
+        tool_from_function(
+            fn,
+            description=inspect.getdoc(fn),
+            tags=frozenset({"fs", "writes"} if writes else {"fs"}),
+            summary=summary,
+        )
+        for fn, writes, summary in (
+            (read, False, "Read files"),
+            (write, True, "Create or overwrite files"),
+            (edit, True, "Exact edits in files"),
+            (apply_patch, True, "Multi-file patches"),
+        )
     ]
     return [_with_aliases(t) for t in tools]

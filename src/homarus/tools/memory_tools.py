@@ -95,7 +95,7 @@ async def memory_get(
     from_: Annotated[int | None, Field(alias="from", ge=1)] = None,
     lines: Annotated[int | None, Field(ge=1, le=10_000)] = None,
 ) -> ToolResult:
-    """Safe read of lines from MEMORY.md, memory/*.md or a configured extra memory path.
+    """Read lines from MEMORY.md, memory/*.md or a configured extra memory path.
 
     Use after memory_search to pull only the lines needed and keep the context small: from is the
     1-based first line (default 1), lines how many (default: to the end of the file).
@@ -114,4 +114,7 @@ async def memory_get(
 
 
 def memory_tools() -> list[Tool]:
-    return [tool_from_function(memory_search), tool_from_function(memory_get)]
+    return [
+        tool_from_function(memory_search, summary="Recall: search memory before answering about the past"),
+        tool_from_function(memory_get, summary="Read lines of a memory file"),
+    ]

@@ -392,19 +392,19 @@ def _apply_sync(workspace: Path, patch: str, mount: str | None = None) -> ToolRe
 async def apply_patch(ctx: ToolContext, patch: str) -> ToolResult:
     """Apply a multi-file patch in the workspace, all or nothing.
 
-    Format (every path relative to the workspace):
+    Format (paths relative to the workspace):
     *** Begin Patch
-    *** Add File: <path>          (followed by the new file's lines, each starting with "+")
+    *** Add File: <path>  (then its lines, each starting with "+")
     *** Delete File: <path>
     *** Update File: <path>
-    *** Move to: <new path>       (optional, renames the updated file)
-    @@ <a line just above the change, optional>
-     unchanged context line (starts with a space)
+    *** Move to: <new path>  (optional rename)
+    @@ <a line above the change, optional>
+     context line (starts with a space)
     -removed line
     +added line
     *** End Patch
-    Give about 3 lines of context around each change; hunks of one file go in file order.
-    If any hunk does not match, nothing is changed and the error names the file and hunk.
+    About 3 context lines per change, hunks in file order. If a hunk does not match, nothing
+    changes and the error names it.
     """
     view = ctx.sandbox
     if view is not None and not view.files_writable:

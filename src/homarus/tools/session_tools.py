@@ -76,7 +76,10 @@ async def sessions_history(ctx: ToolContext, session_key: str, limit: int = 20) 
 
 
 def session_tools() -> list[Tool]:
-    return [tool_from_function(sessions_list), tool_from_function(sessions_history)]
+    return [
+        tool_from_function(sessions_list, summary="List sessions"),
+        tool_from_function(sessions_history, summary="Read a session's messages"),
+    ]
 
 
 def _text(message: dict[str, Any]) -> str:

@@ -200,7 +200,7 @@ def subagent_tools(
         return ToolResult.text(json.dumps(result), details=result)
 
     async def sessions_send(ctx: ToolContext, session_key: str, message: str, timeout_seconds: int = 120) -> ToolResult:
-        """Send a message to another session of this agent, run it there and return the reply.
+        """Send a message to another session of this agent and return its reply.
 
         Waits up to `timeout_seconds` (0: do not wait); past it the run keeps going and its run id
         is returned. You cannot send to your own session.
@@ -248,7 +248,10 @@ def subagent_tools(
         reply = "" if ended.silent else ended.text
         return ToolResult.text(reply or "(no reply)", details={**base, "status": "ok", "reply": reply})
 
-    return [tool_from_function(sessions_spawn), tool_from_function(sessions_send)]
+    return [
+        tool_from_function(sessions_spawn, summary="Start a sub-agent on a task"),
+        tool_from_function(sessions_send, summary="Message another session"),
+    ]
 
 
 #: the factory under the name the design notes use

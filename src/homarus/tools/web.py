@@ -85,8 +85,8 @@ def make_web_tools(settings: WebSettings, client: GuardedClient) -> list[Tool]:
         max_chars: Annotated[int, Field(ge=100)] = 50_000,
         extract_mode: Literal["text", "markdown"] = "text",
     ) -> ToolResult:
-        """Fetch an http(s) URL and return its readable text (HTML is reduced to headings, paragraphs,
-        lists and links). Private, local and cloud-metadata addresses are refused."""
+        """Fetch an http(s) URL as readable text (HTML reduced to headings, paragraphs, lists and
+        links). Private and local addresses are refused."""
         return await _web_fetch(client, settings, url, min(max_chars, settings.max_chars), extract_mode)
 
     async def web_search(
@@ -98,7 +98,10 @@ def make_web_tools(settings: WebSettings, client: GuardedClient) -> list[Tool]:
         return await _web_search(client, settings, query, count or settings.search_count)
 
     tags = frozenset({"web"})
-    return [tool_from_function(web_fetch, tags=tags), tool_from_function(web_search, tags=tags)]
+    return [
+        tool_from_function(web_fetch, tags=tags, summary="Fetch a URL as readable text"),
+        tool_from_function(web_search, tags=tags, summary="Search the web"),
+    ]
 
 
 async def _web_fetch(client: GuardedClient, settings: WebSettings, url: str, max_chars: int, mode: str) -> ToolResult:
