@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install run test lint bench bench-agent sandbox-image clean
+.PHONY: install run test lint bench bench-agent bench-peer sandbox-image clean
 
 install: $(STAMP)
 
@@ -43,6 +43,11 @@ bench: install
 
 bench-agent: install
 	$(BIN)/python bench/agent_bench.py
+
+# Homarus beside the original OpenClaw gateway (../shared/peers/openclaw) and nanobot-ai, same fake
+# model, one sitting; installs both peers when missing and writes the tables into bench/RESULTS.md
+bench-peer: install
+	$(BIN)/python bench/peer_bench.py --write bench/RESULTS.md
 
 # the image of the Docker sandbox backend (only needed with agents.defaults.sandbox.backend: docker)
 sandbox-image:

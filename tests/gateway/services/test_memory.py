@@ -35,11 +35,16 @@ async def _tool_results(tmp_path: Path, config: dict[str, Any], calls: list[tupl
         assert (await c.handshake(TEST_TOKEN, caps=["tool-events"]))["ok"]
         assert (await c.request("agent", {"message": "what do I drink?", "idempotencyKey": "k"}))["ok"]
         assert (await c.request("agent.wait", {"runId": "k", "timeoutMs": 60_000}, timeout=70))["ok"]
-        return [
-            e["payload"]["data"]
-            for e in c.events
-            if e["event"] == "agent" and e["payload"]["stream"] == "tool" and e["payload"]["data"]["phase"] == "result"
-        ]
+        return _results(c.events)
+
+
+def _results(events: list[dict[str, Any]]) -> list[Any]:
+    """The ``result`` tool events, in order."""
+    return [
+        e["payload"]["data"]
+        for e in events
+        if e["event"] == "agent" and e["payload"]["stream"] == "tool" and e["payload"]["data"]["phase"] == "result"
+    ]
 
 
 def _workspace(tmp_path: Path) -> Path:
@@ -108,3 +113,34 @@ async def test_memory_is_indexed_at_startup_with_the_local_model(tmp_path: Path)
             await asyncio.sleep(0.1)
         assert status["files"] == 2 and status["chunksWithVectors"] == status["chunks"] > 0, status
         assert status["provider"] == "local"
+
+
+async def test_no_memory_files_builds_no_index_until_one_appears(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    calls = [
+        ("memory_search", {"query": "tea"}),
+        ("write", {"path": "MEMORY.md", "content": "The user drinks oolong tea.\n"}),
+        ("memory_search", {"query": "oolong"}),
+    ]
+    with run_gateway(tmp_path / "gw", config=_config(ws, provider="none")) as gw:
+        turns = [Reply("", tool_calls=[call]) for call in calls]
+        gw.gateway.models.overrides["test"] = ScriptedProvider(
+            [turns[0], Reply("nothing yet"), *turns[1:], Reply("ok")]
+        )
+        c = await open_client(gw.url)
+        assert (await c.handshake(TEST_TOKEN, caps=["tool-events"]))["ok"]
+        assert (await c.request("agent", {"message": "tea?", "idempotencyKey": "k1"}))["ok"]
+        assert (await c.request("agent.wait", {"runId": "k1", "timeoutMs": 60_000}, timeout=70))["ok"]
+        # no memory files: an honest empty answer, and nothing was built for it
+        assert not gw.gateway.built("memory")
+        assert not (gw.paths.state_dir / "memory" / "main.sqlite").exists()
+        (first,) = _results(c.events)
+        found = json.loads(first["result"])
+        assert found["results"] == [] and "no memory yet" in found["reason"]
+        # the run writes MEMORY.md; the next search builds the index and finds it
+        assert (await c.request("agent", {"message": "remember", "idempotencyKey": "k2"}))["ok"]
+        assert (await c.request("agent.wait", {"runId": "k2", "timeoutMs": 60_000}, timeout=70))["ok"]
+        assert gw.gateway.built("memory")
+        last = json.loads(_results(c.events)[-1]["result"])
+        assert [r["path"] for r in last["results"]] == ["MEMORY.md"]

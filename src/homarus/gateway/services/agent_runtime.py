@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from homarus.agents.runtime import AgentRuntime
 from homarus.gateway.services.cron_access import LazyCron
 from homarus.gateway.services.exec import sandbox_view
+from homarus.gateway.services.memory_access import memory_for, session_started
 from homarus.gateway.services.skills import plugin_skill_dirs
 
 if TYPE_CHECKING:
@@ -44,8 +45,8 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         cron=LazyCron(gw),
     )
     runtime.system_events = gw.heartbeats.events.drain
-    runtime.memory_for = lambda agent_id: gw.memory.for_agent(agent_id)
-    runtime.on_session_run = lambda key: gw.memory.session_started(key.agent_id, key.canonical)
+    runtime.memory_for = lambda agent_id: memory_for(gw, agent_id)
+    runtime.on_session_run = lambda key: session_started(gw, key)
     cfg = gw.config.logging
     runtime.audit = gw.audit_log if cfg.audit.enabled else None
     runtime.raw_stream = gw.raw_stream_log if cfg.raw_stream else None

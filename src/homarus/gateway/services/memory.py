@@ -2,11 +2,10 @@
 
 At gateway start the default agent's memory is indexed in the background when its workspace has
 memory files; otherwise the manager (SQLite file, the embedding provider chain, the ``watchfiles``
-watcher) is created the first time an agent runs. The local embedding model loads on the first
-embedding. A run's tools get their agent's manager as
-``ToolContext.services["memory"]``; a session's first run starts a background sync
-(``sync.onSessionStart``). ``agents.defaults.memorySearch.enabled: false`` gives no manager, and the
-memory tools then say memory is disabled.
+watcher) is created the first time a run needs memory that exists
+(:mod:`homarus.gateway.services.memory_access`). The local embedding model loads on the first
+embedding. ``agents.defaults.memorySearch.enabled: false`` gives no manager, and the memory tools
+then say memory is disabled.
 """
 
 from __future__ import annotations
@@ -65,11 +64,6 @@ class MemoryHub:
         manager = self.for_agent(agent_id)
         if manager is not None:
             manager.sync_in_background("startup")
-
-    def session_started(self, agent_id: str, session_key: str) -> None:
-        manager = self.for_agent(agent_id)
-        if manager is not None:
-            manager.warm_session(session_key)
 
     async def aclose(self) -> None:
         self._closed = True
