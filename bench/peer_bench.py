@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import peer_workload as w
 from bench.harness import homarus_executable, machine_facts, markdown_table, percentile, progress
-from bench.peer_targets import GATEWAY_TOKEN, FakeModel, Homarus, Nanobot, OpenClaw, tree_rss_mib
+from bench.peer_targets import GATEWAY_TOKEN, HOOKS_TOKEN, FakeModel, Homarus, Nanobot, OpenClaw, tree_rss_mib
 
 MARK_START, MARK_END = "<!-- peer-bench:start -->", "<!-- peer-bench:end -->"
 TARGETS = {
@@ -83,6 +83,13 @@ def measure_gateway(
         r["ws_throughput"] = w.run(w.ws_throughput, target.port, target.pid, args.n)
         r["tools_invoke"] = w.run(w.tools_invoke, target.port, target.pid, args.http_n)
         r["hooks_wake"] = w.run(w.hooks_wake, target.port, target.pid, args.n)
+        base = f"http://127.0.0.1:{target.port}"
+        r["wrk_tools_invoke"] = w.wrk_post(
+            target.pid, f"{base}/tools/invoke", GATEWAY_TOKEN, {"tool": "sessions_list", "args": {}}
+        )
+        r["wrk_hooks_wake"] = w.wrk_post(
+            target.pid, f"{base}/hooks/wake", HOOKS_TOKEN, {"text": "bench ping", "mode": "next-heartbeat"}
+        )
         if isinstance(target, Homarus):
             r["openai_turns"] = w.run(w.openai_turns, target.port, args.turns, GATEWAY_TOKEN, "homarus")
         time.sleep(1.0)
@@ -130,9 +137,9 @@ def _row(label: str, ours: float | None, theirs: float | None, fmt: Any, higher_
 
 
 def _get(r: dict[str, Any] | None, key: str, sub: str | None = None) -> Any:
-    if r is None or r.get(key) is None:
+    if r is None or not r.get(key):
         return None
-    return r[key][sub] if sub else r[key]
+    return r[key].get(sub) if sub else r[key]
 
 
 def _rss(r: dict[str, Any] | None, key: str, whole_tree: bool = True) -> float | None:
@@ -191,6 +198,20 @@ def peer_rows(h: dict[str, Any], o: dict[str, Any] | None) -> list[list[str]]:
             _get(h, "hooks_wake", "cpu_ms_per_req"),
             _get(o, "hooks_wake", "cpu_ms_per_req"),
             _cpu,
+        ),
+        _row(
+            "`POST /tools/invoke` req/s, wrk 5 s @8",
+            _get(h, "wrk_tools_invoke", "rps"),
+            _get(o, "wrk_tools_invoke", "rps"),
+            _rps,
+            higher_is_better=True,
+        ),
+        _row(
+            "`POST /hooks/wake` req/s, wrk 5 s @8",
+            _get(h, "wrk_hooks_wake", "rps"),
+            _get(o, "wrk_hooks_wake", "rps"),
+            _rps,
+            higher_is_better=True,
         ),
         _row("first `agent` turn after start (median)", _median(h["first_turn"]), first, _ms),
         _row("warm `agent` turn p50 (WS)", _p50(h["warm_turns"]), _p50(_get(o, "warm_turns")), _ms),

@@ -9,9 +9,10 @@ import argparse
 import json
 import time
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from homarus.config.paths import StatePaths
+if TYPE_CHECKING:
+    from homarus.config.paths import StatePaths
 
 __all__ = ["add_logs_parser", "run_logs"]
 
