@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from homarus.config.values import resolve_bind_host
-from homarus.gateway.context import GatewayOptions, WakeMode
+from homarus.gateway.context import GatewayOptions
 from homarus.gateway.events import EventBus
 from homarus.gateway.methods import register_core_methods
 from homarus.gateway.router import MethodRegistry
 from homarus.gateway.services.auth import GatewayAuth
-from homarus.gateway.services.build import SERVICES
+from homarus.gateway.services.build import SERVICES, LazyServices
 from homarus.gateway.services.health import HealthCache
 from homarus.gateway.services.run_recovery import recover_runs
 from homarus.gateway.ws.hub import WSHub
@@ -36,30 +36,10 @@ from homarus.queue.lanes import LaneQueue
 from homarus.security.ratelimit import SlidingWindowBudget
 
 if TYPE_CHECKING:
-    from homarus.agents.runtime import AgentRuntime
-    from homarus.audit.log import AuditLog
     from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
     from homarus.config.store import ConfigStore
-    from homarus.cron.service import CronService
-    from homarus.gateway.services.build import Extensions
-    from homarus.gateway.services.exec_approvals import ExecApprovals
-    from homarus.gateway.services.heartbeat import Heartbeats
-    from homarus.gateway.services.memory import MemoryHub
-    from homarus.gateway.services.policy import ToolAccess
-    from homarus.gateway.services.run_events import RunEvents
-    from homarus.plugins.hookmd import HookMdRunner
-    from homarus.plugins.injections import InjectionQueue
-    from homarus.plugins.registry import PluginRegistry
-    from homarus.plugins.runner import HookRunner
-    from homarus.providers.registry import ModelRegistry
-    from homarus.queue.journal import RunJournal, RunRecord
-    from homarus.security.approvals import ApprovalManager
-    from homarus.security.ssrf import GuardedClient
-    from homarus.sessions.manager import SessionManager
-    from homarus.tools.base import ToolRegistry
-    from homarus.tools.process import HostBackend
-    from homarus.tools.sandbox_sessions import SandboxSessions
+    from homarus.queue.journal import RunRecord
 
 __all__ = ["Gateway", "GatewayOptions"]
 
@@ -67,35 +47,13 @@ log = logging.getLogger("homarus.gateway")
 SANDBOX_PRUNE_INTERVAL_S = 300.0
 
 
-class Gateway:
-    """Owns every long-lived service; methods and HTTP routes reach them as a GatewayContext."""
+class Gateway(LazyServices):
+    """Owns every long-lived service; methods and HTTP routes reach them as a GatewayContext.
 
-    # built on first read, by the builder of the same name in services/build.py
-    sessions: SessionManager
-    journal: RunJournal
-    hooks: HookRunner
-    hookmd: HookMdRunner
-    injections: InjectionQueue
-    models: ModelRegistry
-    extensions: Extensions
-    tools: ToolRegistry
-    plugins: PluginRegistry
-    exec_host: tuple[Any, HostBackend]
-    sandboxes: SandboxSessions
-    web_client: GuardedClient
-    tool_access: ToolAccess
-    runtime: AgentRuntime
-    run_events: RunEvents
-    heartbeats: Heartbeats
-    memory: MemoryHub
-    cron: CronService
-    plugin_approvals: ApprovalManager
-    exec_approvals: ExecApprovals
-    audit_log: AuditLog
-    raw_stream_log: AuditLog
+    Cheap parts are made here; every other service is built on its first read (LazyServices).
+    """
 
     def __init__(self, paths: StatePaths, store: ConfigStore, options: GatewayOptions | None = None) -> None:
-        self._building: set[str] = set()
         self.paths = paths
         self.config_store = store
         self.options = options or GatewayOptions()
@@ -124,26 +82,6 @@ class Gateway:
             self.config.plugins, state_dir=paths.state_dir, workspace=self.workspace_dir(self.config.agents.default_id)
         ):
             _ = self.plugins  # installed plugins load now: their hooks, methods and routes exist from the start
-
-    if not TYPE_CHECKING:  # hidden from mypy: a typo must stay an error there
-
-        def __getattr__(self, name: str) -> Any:
-            """Build the service ``name`` on first read (only called for attributes not yet set)."""
-            build = SERVICES.get(name)
-            if build is None or name.startswith("_"):
-                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            if name in self._building:
-                raise RuntimeError(f"gateway service {name!r} needs itself while it is being built")
-            self._building.add(name)
-            try:
-                value = build(self)
-            finally:
-                self._building.discard(name)
-            self.__dict__[name] = value
-            return value
-
-    def built(self, service: str) -> bool:
-        return service in self.__dict__
 
     # -- config ---------------------------------------------------------------------------------
     @property
@@ -178,24 +116,6 @@ class Gateway:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
-
-    async def wake(
-        self, text: str | None, *, mode: WakeMode = "now", agent_id: str | None = None, source: str = "wake"
-    ) -> None:
-        await self.heartbeats.wake(text, mode=mode, agent_id=agent_id, source=source)
-
-    async def approve_tool_call(self, payload: dict[str, Any], timeout_ms: int, abort: asyncio.Event) -> str | None:
-        """Ask the operators (clients with operator.approvals) to approve a plugin-gated tool call."""
-        from homarus.gateway.services.approvals import has_approval_clients
-        from homarus.security.approvals import plugin_remember_key
-
-        return await self.plugin_approvals.ask(
-            payload,
-            timeout_ms=timeout_ms,
-            abort=abort,
-            remember_key=plugin_remember_key(payload.get("pluginId"), payload.get("toolName")),
-            route_available=has_approval_clients(self),
-        )
 
     def health_summary(self, *, probe: bool = False) -> dict[str, Any]:
         return self._health.summary(probe=probe)

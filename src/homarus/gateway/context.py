@@ -2,8 +2,8 @@
 
 Methods, HTTP surfaces, the WebSocket adapter and the services receive this protocol, never the
 composition root (``app.py``), so nothing below the root imports it and the root alone decides
-how (and when) each service is built. Services that cost something to build are properties that
-the root builds on first use: reading ``ctx.runtime`` may import the agent stack, reading
+how (and when) each service is built. Services that cost something to build are attributes the
+root builds on first read: reading ``ctx.runtime`` may import the agent stack, reading
 ``ctx.cron`` may load the job store. A part that only needs to know whether a service exists yet
 asks :meth:`GatewayContext.built`.
 """
@@ -97,69 +97,37 @@ class GatewayContext(Protocol):
     @property
     def host(self) -> str: ...
 
-    # -- services, built on first use ---------------------------------------------------------
-    @property
-    def sessions(self) -> SessionManager: ...
-    @property
-    def journal(self) -> RunJournal: ...
-    @property
-    def hooks(self) -> HookRunner: ...
-    @property
-    def hookmd(self) -> HookMdRunner: ...
-    @property
-    def injections(self) -> InjectionQueue: ...
-    @property
-    def models(self) -> ModelRegistry: ...
-    @property
-    def tools(self) -> ToolRegistry: ...
-    @property
-    def plugins(self) -> PluginRegistry: ...
-    @property
-    def runtime(self) -> AgentRuntime: ...
-    @property
-    def run_events(self) -> RunEvents: ...
-    @property
-    def heartbeats(self) -> Heartbeats: ...
-    @property
-    def memory(self) -> MemoryHub: ...
-    @property
-    def cron(self) -> CronService: ...
-    @property
-    def plugin_approvals(self) -> ApprovalManager: ...
-    @property
-    def exec_approvals(self) -> ExecApprovals: ...
-    @property
-    def extensions(self) -> Extensions: ...
-    @property
-    def exec_host(self) -> tuple[Any, HostBackend]: ...
-    @property
-    def sandboxes(self) -> SandboxSessions: ...
-    @property
-    def tool_access(self) -> ToolAccess: ...
-    @property
-    def web_client(self) -> GuardedClient: ...
-    @property
-    def audit_log(self) -> AuditLog: ...
-    @property
-    def raw_stream_log(self) -> AuditLog: ...
+    # -- services, built on first read (services/build.py: SERVICES, LazyServices) ------------------
+    sessions: SessionManager
+    journal: RunJournal
+    hooks: HookRunner
+    hookmd: HookMdRunner
+    injections: InjectionQueue
+    models: ModelRegistry
+    extensions: Extensions
+    tools: ToolRegistry
+    plugins: PluginRegistry
+    exec_host: tuple[Any, HostBackend]
+    sandboxes: SandboxSessions
+    web_client: GuardedClient
+    tool_access: ToolAccess
+    runtime: AgentRuntime
+    run_events: RunEvents
+    heartbeats: Heartbeats
+    memory: MemoryHub
+    cron: CronService
+    plugin_approvals: ApprovalManager
+    exec_approvals: ExecApprovals
+    audit_log: AuditLog
+    raw_stream_log: AuditLog
 
     def built(self, service: str) -> bool:
-        """Whether the lazily built service ``service`` (a property name above) exists yet."""
+        """Whether the lazily built service ``service`` (an attribute above) exists yet."""
         ...
 
     # -- behaviour ------------------------------------------------------------------------------
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coro`` in the background; the gateway keeps a reference and reaps it."""
-        ...
-
-    async def wake(
-        self, text: str | None, *, mode: WakeMode = "now", agent_id: str | None = None, source: str = "wake"
-    ) -> None:
-        """Queue ``text`` as a system event on the main session; ``now`` runs a heartbeat at once."""
-        ...
-
-    async def approve_tool_call(self, payload: dict[str, Any], timeout_ms: int, abort: asyncio.Event) -> str | None:
-        """Ask the operators to approve a plugin-gated tool call."""
         ...
 
     def workspace_dir(self, agent_id: str) -> Path:

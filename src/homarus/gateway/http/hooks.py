@@ -237,7 +237,9 @@ class HooksEndpoint:
                 return JSONResponse(cached.payload, status_code=200 if action.kind == "wake" else 202)
         if action.kind == "wake":
             text = action.text if action.allow_unsafe else wrap_external_content(action.text, source="Webhook")
-            await gw.wake(text, mode="next-heartbeat" if action.mode == "next-heartbeat" else "now", source="hook")
+            await gw.heartbeats.wake(
+                text, mode="next-heartbeat" if action.mode == "next-heartbeat" else "now", source="hook"
+            )
             payload: dict[str, Any] = {"ok": True, "mode": action.mode}
         else:
             session = self._session_key(action, agent_id)

@@ -20,6 +20,7 @@ from starlette.routing import Route
 from homarus.agents.hook_bridge import RuntimeHooks
 from homarus.errors import HomarusError, InvalidRequest
 from homarus.gateway.http.common import BodyError, bearer_auth, json_error, read_json_body
+from homarus.gateway.services.approvals import approve_tool_call
 from homarus.messages import ToolCall, ToolResultMessage
 from homarus.plugins.events import HookContext
 from homarus.security.tool_policy import normalize_tool_name
@@ -79,7 +80,7 @@ async def _run(
     call_id = f"call_{uuid.uuid4().hex[:12]}"
     abort = asyncio.Event()
     ctx = HookContext(agent_id=agent_id, session_key=session_key, run_id=run_id, trigger="http")
-    hooks = RuntimeHooks(gateway.hooks, ctx, gateway.spawn, abort=abort, approve=gateway.approve_tool_call)
+    hooks = RuntimeHooks(gateway.hooks, ctx, gateway.spawn, abort=abort, approve=approve_tool_call(gateway))
     call = ToolCall(call_id, name, args)
     decided = await hooks.before_tool(call)
     if isinstance(decided, str):

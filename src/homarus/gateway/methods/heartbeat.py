@@ -26,12 +26,12 @@ class SetHeartbeatsParams(Params):
 
 
 async def wake(call: MethodCall, p: WakeParams) -> dict[str, Any]:
-    await call.gateway.wake(p.text, mode=p.mode, source="wake")
+    await call.gateway.heartbeats.wake(p.text, mode=p.mode, source="wake")
     return {"ok": True}
 
 
 async def system_event(call: MethodCall, p: SystemEventParams) -> dict[str, Any]:
-    await call.gateway.wake(p.text, mode=p.mode, agent_id=p.agent_id, source="system-event")
+    await call.gateway.heartbeats.wake(p.text, mode=p.mode, agent_id=p.agent_id, source="system-event")
     return {"ok": True}
 
 

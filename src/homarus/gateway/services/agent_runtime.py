@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from homarus.agents.runtime import AgentRuntime
+from homarus.gateway.services.approvals import approve_tool_call
 from homarus.gateway.services.cron_access import LazyCron
 from homarus.gateway.services.exec import sandbox_view
 from homarus.gateway.services.memory_access import memory_for, session_started
@@ -34,7 +35,7 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         services={"sessions": gw.sessions},
         hooks=gw.hooks,
         spawn=gw.spawn,
-        approve=gw.approve_tool_call,
+        approve=approve_tool_call(gw),
         injections=gw.injections,
     )
     runtime.services.update(

@@ -8,9 +8,11 @@ reference. The exec approval manager is :mod:`homarus.gateway.services.exec_appr
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
-from homarus.security.approvals import ApprovalManager, ApprovalRecord
+from homarus.security.approvals import ApprovalManager, ApprovalRecord, plugin_remember_key
 from homarus.security.scopes import APPROVALS, scope_allows
 
 if TYPE_CHECKING:
@@ -19,6 +21,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EVENTS",
+    "approve_tool_call",
     "await_decision",
     "build_plugin_approvals",
     "final_payload",
@@ -77,6 +80,21 @@ def resolved_event(record: ApprovalRecord) -> dict[str, Any]:
         "ts": record.resolved_at_ms,
         "request": record.request,
     }
+
+
+def approve_tool_call(gateway: GatewayContext) -> Callable[[dict[str, Any], int, asyncio.Event], Awaitable[str | None]]:
+    """How a plugin-gated tool call asks the operators (clients with operator.approvals)."""
+
+    async def approve(payload: dict[str, Any], timeout_ms: int, abort: asyncio.Event) -> str | None:
+        return await gateway.plugin_approvals.ask(
+            payload,
+            timeout_ms=timeout_ms,
+            abort=abort,
+            remember_key=plugin_remember_key(payload.get("pluginId"), payload.get("toolName")),
+            route_available=has_approval_clients(gateway),
+        )
+
+    return approve
 
 
 def build_plugin_approvals(gateway: GatewayContext) -> ApprovalManager:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from homarus.tools.process import HostBackend
     from homarus.tools.sandbox_sessions import SandboxSessions
 
-__all__ = ["SERVICES", "Extensions"]
+__all__ = ["SERVICES", "Extensions", "LazyServices"]
 
 
 def sessions(gw: GatewayContext) -> SessionManager:
@@ -249,3 +249,53 @@ SERVICES: Final = {
     "audit_log": audit_log,
     "raw_stream_log": raw_stream_log,
 }
+
+
+class LazyServices:
+    """The gateway's services as attributes, each built by its builder in ``SERVICES`` on first read
+    and kept as a plain attribute (so later reads cost nothing)."""
+
+    sessions: SessionManager
+    journal: RunJournal
+    hooks: HookRunner
+    hookmd: HookMdRunner
+    injections: InjectionQueue
+    models: ModelRegistry
+    extensions: Extensions
+    tools: ToolRegistry
+    plugins: PluginRegistry
+    exec_host: tuple[Any, HostBackend]
+    sandboxes: SandboxSessions
+    web_client: GuardedClient
+    tool_access: ToolAccess
+    runtime: AgentRuntime
+    run_events: RunEvents
+    heartbeats: Heartbeats
+    memory: MemoryHub
+    cron: CronService
+    plugin_approvals: ApprovalManager
+    exec_approvals: ExecApprovals
+    audit_log: AuditLog
+    raw_stream_log: AuditLog
+
+    if not TYPE_CHECKING:  # hidden from mypy: a misspelt attribute must stay an error there
+
+        def __getattr__(self, name: str) -> Any:
+            """Build the service ``name`` (only called for attributes not set yet)."""
+            build = SERVICES.get(name)
+            if build is None:
+                raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            building = self.__dict__.setdefault("_building", set())
+            if name in building:
+                raise RuntimeError(f"gateway service {name!r} needs itself while it is being built")
+            building.add(name)
+            try:
+                value = build(self)
+            finally:
+                building.discard(name)
+            self.__dict__[name] = value
+            return value
+
+    def built(self, service: str) -> bool:
+        """Whether ``service`` exists yet (shutdown and optional paths act only on what does)."""
+        return service in self.__dict__

@@ -67,7 +67,7 @@ class CronRunner:
 
     async def __call__(self, job: CronJob) -> RunResult:
         if isinstance(job.payload, SystemEventPayload):
-            await self.gateway.wake(
+            await self.gateway.heartbeats.wake(
                 job.payload.text, mode=job.wake_mode, agent_id=job.agent_id, source=f"cron:{job.id}"
             )
             return RunResult("ok", delivery_status="not-requested")
@@ -147,7 +147,7 @@ class CronRunner:
         if ack_only or not text.strip():
             return False  # nothing worth telling: HEARTBEAT_OK-only, silent or empty
         note = f"Cron job {job.name}: {text}"[:ANNOUNCE_MAX_CHARS]
-        await self.gateway.wake(note, mode=job.wake_mode, agent_id=agent_id, source=f"cron:{job.id}")
+        await self.gateway.heartbeats.wake(note, mode=job.wake_mode, agent_id=agent_id, source=f"cron:{job.id}")
         return True
 
     async def _webhook(self, job: CronJob, result: RunResult, started: int, ended: int) -> bool:

@@ -56,7 +56,9 @@ async def _run_and_deliver(gateway: GatewayContext, req: RunRequest, params: dic
     mode: WakeMode = "next-heartbeat" if params.get("wakeMode") == "next-heartbeat" else "now"
     text = f"Hook {params.get('name') or 'Hook'} ({req.session_key.canonical}): {outcome.text.strip()[:4000]}"
     try:
-        await gateway.wake(text, mode=mode, agent_id=req.session_key.agent_id, source=f"hook:{params.get('path')}")
+        await gateway.heartbeats.wake(
+            text, mode=mode, agent_id=req.session_key.agent_id, source=f"hook:{params.get('path')}"
+        )
     except HomarusError:
         log.exception("could not deliver the reply of hook run %s", req.run_id)
 
