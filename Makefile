@@ -3,10 +3,15 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# import-linter lives in its own venv: it brings `rich`, and httpx imports rich (and pygments) at
+# its own import when they are present, which would make every gateway's first model call slower
+LINT_VENV  := .venv-lint
+LINT_STAMP := $(LINT_VENV)/.installed
+IMPORT_LINTER := import-linter>=2.17
 
 .PHONY: install run test lint bench bench-agent bench-peer sandbox-image clean
 
-install: $(STAMP)
+install: $(STAMP) $(LINT_STAMP)
 
 $(STAMP): pyproject.toml scripts/system-deps.sh
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Homarus needs Python >= 3.11")'
@@ -20,6 +25,12 @@ $(STAMP): pyproject.toml scripts/system-deps.sh
 	@$(BIN)/python -m compileall -q src/homarus >/dev/null
 	@touch $(STAMP)
 
+$(LINT_STAMP): Makefile
+	@test -x $(LINT_VENV)/bin/python || $(PYTHON) -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LINT_VENV)/bin/python -m pip install --quiet '$(IMPORT_LINTER)'
+	@touch $(LINT_STAMP)
+
 run: install
 	$(BIN)/homarus gateway run
 
@@ -27,7 +38,7 @@ lint: install
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
-	$(BIN)/lint-imports
+	PYTHONPATH=src $(LINT_VENV)/bin/lint-imports
 
 test: lint
 	@# pytest exit 5 means nothing was collected: a broken setup, never a pass.
@@ -54,4 +65,4 @@ sandbox-image:
 	docker build -t homarus-sandbox:bookworm-slim -f docker/sandbox.Dockerfile docker
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache
+	rm -rf $(VENV) $(LINT_VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache

@@ -16,7 +16,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from homarus.agents import compaction, prompt, setup, workspace
 from homarus.agents.compactor import RunCompactor
@@ -40,7 +40,9 @@ from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager, SessionRef
 from homarus.sessions.transcript import Transcript
 from homarus.tools.base import ToolContext, ToolRegistry, tool_schema_tool
-from homarus.tools.sandbox_sessions import SandboxView
+
+if TYPE_CHECKING:
+    from homarus.tools.sandbox_sessions import SandboxView
 
 __all__ = ["AgentRuntime", "QueueMode", "RunRequest"]
 

@@ -121,6 +121,11 @@ class AgentsDefaults(ConfigModel):
         return self._lazy("sandbox_", _SANDBOX)  # type: ignore[no-any-return]
 
     @property
+    def sandbox_mode(self) -> str:
+        """``sandbox.mode``, read without building the section when the file does not set it (off)."""
+        return "off" if self.sandbox_ is DEFAULTS else self.sandbox.mode
+
+    @property
     def memory_search(self) -> MemorySearchConfig:
         return self._lazy("memory_search_", _MEMORY_SEARCH)  # type: ignore[no-any-return]
 

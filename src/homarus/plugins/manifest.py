@@ -13,8 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import json5
-from jsonschema import exceptions as jsonschema_exceptions
-from jsonschema import validators
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
@@ -82,6 +80,16 @@ def unknown_manifest_keys(data: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in data if k not in _KNOWN_KEYS and k != "$schema")
 
 
+#: schemas that are valid and accept ``{}``: most plugins (the bundled ones too) declare one of them,
+#: and checking them needs no JSON Schema validator (jsonschema costs ~15 ms to import)
+_PLAIN_OBJECT_SCHEMAS: tuple[dict[str, Any], ...] = (
+    {},
+    {"type": "object"},
+    {"type": "object", "additionalProperties": False},
+    {"type": "object", "properties": {}, "additionalProperties": False},
+)
+
+
 def parse_manifest(data: Any, *, source: str) -> PluginManifest:
     """Validate parsed manifest data; ManifestError names the source and the offending key."""
     if not isinstance(data, Mapping):
@@ -95,6 +103,11 @@ def parse_manifest(data: Any, *, source: str) -> PluginManifest:
             msg = "required" if err["type"] == "missing" else err["msg"]
             problems.append(f"{loc}: {msg}")
         raise ManifestError(f"{source}: invalid manifest: {'; '.join(problems)}") from None
+    if manifest.config_schema in _PLAIN_OBJECT_SCHEMAS:
+        return manifest  # valid by definition: no need to load a JSON Schema validator
+    from jsonschema import exceptions as jsonschema_exceptions
+    from jsonschema import validators
+
     try:
         validators.validator_for(manifest.config_schema).check_schema(manifest.config_schema)
     except jsonschema_exceptions.SchemaError as exc:
@@ -126,6 +139,10 @@ def parse_manifest_text(text: str, *, source: str) -> tuple[PluginManifest, list
 
 def validate_plugin_config(manifest: PluginManifest, config: Mapping[str, Any]) -> list[str]:
     """Problems of ``config`` against the manifest's ``configSchema`` (empty when valid)."""
+    if not config and manifest.config_schema in _PLAIN_OBJECT_SCHEMAS:
+        return []  # an empty object is what these schemas accept
+    from jsonschema import validators  # loaded only by plugins whose configuration needs checking
+
     validator_cls = validators.validator_for(manifest.config_schema)
     validator = validator_cls(manifest.config_schema)
     problems = []

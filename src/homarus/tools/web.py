@@ -17,22 +17,25 @@ full config::
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
 from homarus.config.loader import provider_env_keys
 from homarus.config.tools import SearchProvider, ToolsConfig
 from homarus.security.external_content import wrap_external_content
-from homarus.security.ssrf import FetchError, FetchResult, GuardedClient, SsrfBlocked, SsrfPolicy
 from homarus.security.ssrf_rules import parse_target
 from homarus.tools.base import Tool, ToolContext, ToolResult, tool_from_function
 from homarus.tools.web_extract import decode_text, html_to_text, is_html, is_textual
 from homarus.tools.web_search import API_KEY_ENV, build_search_request, parse_search_hits
 
+if TYPE_CHECKING:
+    from homarus.security.ssrf import FetchResult, GuardedClient
+
 __all__ = ["WebSettings", "guarded_client_for", "make_web_tools"]
+
 
 SEARCH_MAX_BYTES = 1_048_576
 _ERROR_BODY_CHARS = 2_000
@@ -73,11 +76,17 @@ class WebSettings:
 
 def guarded_client_for(settings: WebSettings) -> GuardedClient:
     """The shared guarded client of the web tools (logs a warning when private networks are allowed)."""
+    from homarus.security.ssrf import GuardedClient, SsrfPolicy
+
     return GuardedClient(policy=SsrfPolicy(allow_private_network=settings.allow_private_network))
 
 
-def make_web_tools(settings: WebSettings, client: GuardedClient) -> list[Tool]:
-    """``web_fetch`` and ``web_search`` bound to ``settings`` and the shared ``client``."""
+def make_web_tools(settings: WebSettings, client: GuardedClient | Callable[[], GuardedClient]) -> list[Tool]:
+    """``web_fetch`` and ``web_search`` bound to ``settings`` and the shared ``client`` (or a callable
+    giving it on the first fetch, so an unused web tool never loads the HTTP stack)."""
+
+    def shared() -> GuardedClient:
+        return client() if callable(client) else client
 
     async def web_fetch(
         ctx: ToolContext,
@@ -87,7 +96,7 @@ def make_web_tools(settings: WebSettings, client: GuardedClient) -> list[Tool]:
     ) -> ToolResult:
         """Fetch an http(s) URL as readable text (HTML reduced to headings, paragraphs, lists and
         links). Private and local addresses are refused."""
-        return await _web_fetch(client, settings, url, min(max_chars, settings.max_chars), extract_mode)
+        return await _web_fetch(shared(), settings, url, min(max_chars, settings.max_chars), extract_mode)
 
     async def web_search(
         ctx: ToolContext,
@@ -95,7 +104,7 @@ def make_web_tools(settings: WebSettings, client: GuardedClient) -> list[Tool]:
         count: Annotated[int, Field(ge=1, le=20)] | None = None,
     ) -> ToolResult:
         """Search the web; returns titles, URLs and snippets. Use web_fetch to read a result."""
-        return await _web_search(client, settings, query, count or settings.search_count)
+        return await _web_search(shared(), settings, query, count or settings.search_count)
 
     tags = frozenset({"web"})
     return [
@@ -105,6 +114,8 @@ def make_web_tools(settings: WebSettings, client: GuardedClient) -> list[Tool]:
 
 
 async def _web_fetch(client: GuardedClient, settings: WebSettings, url: str, max_chars: int, mode: str) -> ToolResult:
+    from homarus.security.ssrf import FetchError, SsrfBlocked
+
     details: dict[str, Any] = {"url": url}
     try:
         result = await client.fetch(
@@ -167,6 +178,8 @@ def _extract(result: FetchResult, mode: str) -> tuple[str, str]:
 
 
 async def _web_search(client: GuardedClient, settings: WebSettings, query: str, count: int) -> ToolResult:
+    from homarus.security.ssrf import FetchError, SsrfBlocked
+
     provider = settings.search_provider
     if provider is None:
         return ToolResult.text(

@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from homarus.agents.runtime import AgentRuntime
 from homarus.gateway.services.approvals import approve_tool_call
 from homarus.gateway.services.cron_access import LazyCron
-from homarus.gateway.services.exec import sandbox_view
 from homarus.gateway.services.memory_access import memory_for, session_started
 from homarus.gateway.services.skills import plugin_skill_dirs
 
@@ -53,6 +52,10 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
     runtime.raw_stream = gw.raw_stream_log if cfg.raw_stream else None
 
     def sandbox_for(key: SessionKey) -> SandboxView | None:
+        if gw.config.agents.defaults.sandbox_mode == "off":
+            return None  # no sandboxing configured: the sandbox machinery is never loaded
+        from homarus.gateway.services.sandboxes import sandbox_view
+
         return sandbox_view(gw.sandboxes, key, gw.config.session.main_key)
 
     async def bootstrap_hook(event: dict[str, Any]) -> None:

@@ -147,7 +147,7 @@ def exec_host(gw: GatewayContext) -> tuple[Any, HostBackend]:
 
 
 def sandboxes(gw: GatewayContext) -> SandboxSessions:
-    from homarus.gateway.services.exec import build_sandboxes
+    from homarus.gateway.services.sandboxes import build_sandboxes
 
     return build_sandboxes(gw.config, gw.paths.state_dir, gw.workspace_dir)
 

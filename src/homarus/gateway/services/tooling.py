@@ -25,7 +25,7 @@ def core_tools(gateway: GatewayContext) -> ToolRegistry:
     for tool in (
         *session_tools(),
         *file_tools(),
-        *make_web_tools(WebSettings.from_config(gateway.config.tools), gateway.web_client),
+        *make_web_tools(WebSettings.from_config(gateway.config.tools), lambda: gateway.web_client),
         *make_exec_tools(exec_policy, exec_backend),
         cron_tool(),
         *memory_tools(),
