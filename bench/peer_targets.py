@@ -118,13 +118,46 @@ def _compact(line: str) -> bytes:
 
 
 @dataclass
-class Homarus:
-    """``homarus gateway run`` with a config equivalent to the one start.sh writes for OpenClaw."""
+class Spawned:
+    """A server process of ours on a free loopback port, with its own temp dir and log."""
 
     model: FakeModel
-    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="peer-homarus-")))
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="peer-")))
     port: int = 0
     proc: subprocess.Popen[bytes] | None = None
+
+    def spawn(self, cmd: list[str], env: dict[str, str], log_name: str, health_path: str = "/health") -> float:
+        """Start ``cmd``; seconds until ``health_path`` answers 200."""
+        started = time.perf_counter()
+        with open(self.workdir / log_name, "wb") as log:
+            self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        wait_http(f"http://{HOST}:{self.port}{health_path}", self.proc)
+        return time.perf_counter() - started
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 15 s."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+@dataclass
+class Homarus(Spawned):
+    """``homarus gateway run`` with a config equivalent to the one start.sh writes for OpenClaw."""
+
     name: str = "Homarus"
     starts: int = 0
 
@@ -152,29 +185,7 @@ class Homarus:
         env["HOMARUS_STATE_DIR"] = str(state)
         self.port = free_port()
         cmd = [homarus_executable(), "gateway", "run", "--port", str(self.port), "--token", GATEWAY_TOKEN]
-        started = time.perf_counter()
-        with open(self.workdir / "gateway.log", "wb") as log:
-            self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT)
-        wait_http(f"http://{HOST}:{self.port}/health", self.proc)
-        return time.perf_counter() - started
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-
-    def cleanup(self) -> None:
-        self.stop()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        return self.spawn(cmd, env, "gateway.log")
 
 
 @dataclass
@@ -232,13 +243,9 @@ class OpenClaw:
 
 
 @dataclass
-class Nanobot:
+class Nanobot(Spawned):
     """``nanobot serve`` (nanobot-ai 0.3.5, its OpenAI-compatible API) on the same fake model."""
 
-    model: FakeModel
-    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="peer-nanobot-")))
-    port: int = 0
-    proc: subprocess.Popen[bytes] | None = None
     name: str = "nanobot"
 
     @staticmethod
@@ -275,23 +282,4 @@ class Nanobot:
         path.write_text(json.dumps(config), encoding="utf-8")
         env = {**os.environ, "HOME": str(home)}
         cmd = [str(self.executable()), "serve", "--config", str(path), "--port", str(self.port), "--host", HOST]
-        started = time.perf_counter()
-        with open(self.workdir / "serve.log", "wb") as log:
-            self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        wait_http(f"http://{HOST}:{self.port}/health", self.proc)
-        return time.perf_counter() - started
-
-    @property
-    def pid(self) -> int:
-        assert self.proc is not None
-        return self.proc.pid
-
-    def cleanup(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        shutil.rmtree(self.workdir, ignore_errors=True)
+        return self.spawn(cmd, env, "serve.log")
