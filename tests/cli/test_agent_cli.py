@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.cli.test_cli import free_port, json_out, run_cli, scrubbed_env, start_gateway, write_config
+from tests.gateway_process import free_port, json_out, run_cli, scrubbed_env, start_gateway, write_config
 
 PROMPT = "What time is it?"
 REPLY = "It is time for a well-deserved break."

@@ -6,7 +6,7 @@ import json
 import zipfile
 from pathlib import Path
 
-from tests.cli.test_cli import run_cli, scrubbed_env
+from tests.gateway_process import run_cli, scrubbed_env
 from tests.skills.support import write_skill
 
 

@@ -17,6 +17,7 @@ Endpoints: ``POST /v1/chat/completions`` (SSE when ``stream`` is true, else one 
 paths) is recorded in ``requests`` with its lower-cased headers and parsed JSON body. Each model
 request consumes one pushed step; with an empty queue the server echoes the last user message text.
 Each response closes its connection, so a dropped stream never poisons a pooled connection.
+``respond`` (a function of the request) answers before the queue, for concurrent sessions.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import json
 import math
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -119,6 +120,8 @@ class FakeLLM:
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        #: asked first for every model request: a step, or None for the queue (or the echo)
+        self.respond: Callable[[RecordedRequest], Step | None] | None = None
 
     @property
     def base_url(self) -> str:
@@ -139,6 +142,8 @@ class FakeLLM:
             return len(self._steps)
 
     def _next(self, request: RecordedRequest, anthropic: bool) -> Step:
+        if self.respond is not None and (step := self.respond(request)) is not None:
+            return step
         with self._lock:
             if self._steps:
                 return self._steps.popleft()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from tests.gateway_process import run_cli, scrubbed_env
 from tests.plugins.helpers import make_plugin
 
 CLI_TIMEOUT = 30.0
@@ -37,17 +37,7 @@ def register(api):
 
 
 def cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HOMARUS_")}
-    env["HOMARUS_STATE_DIR"] = str(state)
-    return subprocess.run(
-        [sys.executable, "-m", "homarus", "plugins", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=CLI_TIMEOUT,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return run_cli(scrubbed_env(state), "plugins", *args, timeout=CLI_TIMEOUT)
 
 
 @pytest.fixture

@@ -150,38 +150,108 @@ def test_terminal_statuses() -> None:
     assert frozenset({"ok", "error", "timeout", "aborted", "interrupted"}) == TERMINAL
 
 
-def test_recover_marks_unfinished_runs_interrupted(journal: RunJournal) -> None:
-    journal.accept("accepted", "agent", {}, session_key="agent:main:a")
-    journal.accept("running", "chat", {}, session_key="agent:main:b")
-    journal.mark_started("running")
+def test_unfinished_lists_queued_and_running_in_accept_order(journal: RunJournal) -> None:
+    journal.accept("b-accepted", "agent", {}, session_key="agent:main:a")
+    journal.accept("a-running", "chat", {}, session_key="agent:main:b")
+    journal.mark_started("a-running")
     journal.accept("done", "agent", {})
     journal.finish("done", "ok", result=1)
     journal.accept("failed", "agent", {})
     journal.finish("failed", "error", error="boom")
+    unfinished = journal.unfinished()
+    assert [r.run_id for r in unfinished] == ["b-accepted", "a-running"]  # accept order, not id order
+    assert [r.state for r in unfinished] == ["queued", "running"]
+
+
+def test_interrupt_ends_only_unfinished_runs(journal: RunJournal) -> None:
+    journal.accept("queued", "agent", {})
+    journal.accept("done", "agent", {})
+    journal.finish("done", "ok", result=1)
     done_before = journal.get("done")
-    failed_before = journal.get("failed")
 
-    recovered = journal.recover("power cut")
-    assert sorted(r.run_id for r in recovered) == ["accepted", "running"]
-    for run_id in ("accepted", "running"):
-        rec = journal.get(run_id)
-        assert rec is not None
-        assert rec.status == "interrupted"
-        assert rec.terminal is True
-        assert rec.error == {"reason": "power cut"}
-        assert rec.ended_at is not None
-    assert journal.get("done") == done_before
-    assert journal.get("failed") == failed_before
-    assert journal.recover() == []  # nothing left to recover
-
-
-def test_interrupted_run_can_be_resumed(journal: RunJournal) -> None:
-    journal.accept("r1", "agent", {})
-    journal.recover()
-    journal.mark_started("r1")
-    rec = journal.get("r1")
+    rec = journal.interrupt("queued", "power cut")
     assert rec is not None
-    assert rec.status == "running"
+    assert (rec.status, rec.terminal, rec.error, rec.state) == (
+        "interrupted",
+        True,
+        {"reason": "power cut"},
+        "interrupted",
+    )
+    assert rec.ended_at is not None
+    assert journal.interrupt("done", "power cut") == done_before  # a finished run keeps its end
+    assert journal.unfinished() == []
+
+
+def test_requeue_counts_a_resume_only_for_a_started_run(journal: RunJournal) -> None:
+    journal.accept("queued", "hook", {})
+    journal.accept("started", "hook", {})
+    journal.mark_started("started")
+    queued = journal.requeue("queued")
+    started = journal.requeue("started")
+    assert queued is not None and started is not None
+    assert (queued.status, queued.resumes, queued.state) == ("accepted", 0, "queued")
+    assert (started.status, started.resumes, started.state) == ("accepted", 1, "resumed")
+    journal.mark_started("started")  # the resumed run begins again: accepted → running
+    again = journal.get("started")
+    assert again is not None and (again.status, again.state) == ("running", "resumed")
+    journal.finish("started", "ok")
+    assert journal.requeue("started") == journal.get("started")  # a finished run is not requeued
+    assert journal.get("started").status == "ok"  # type: ignore[union-attr]
+
+
+def test_mark_started_records_the_runs_folded_in(journal: RunJournal) -> None:
+    for rid in ("host", "steered", "late"):
+        journal.accept(rid, "chat", {})
+    journal.finish("late", "aborted")
+    journal.mark_started("host", ["steered", "late"])
+    rows = {rid: journal.get(rid) for rid in ("host", "steered", "late")}
+    assert {rid: (r.status, r.joined_to) for rid, r in rows.items() if r} == {
+        "host": ("running", None),
+        "steered": ("running", "host"),
+        "late": ("aborted", None),  # a finished run is not revived
+    }
+    journal.mark_started("host", ["other"])  # the host already runs: nothing changes for it
+    assert journal.get("host") == rows["host"]
+
+
+def test_requeue_of_a_follower_keeps_it_with_its_host(journal: RunJournal) -> None:
+    journal.accept("host", "hook", {})
+    journal.accept("steered", "hook", {})
+    journal.mark_started("host", ["steered"])
+    follower = journal.requeue("steered", follower=True)
+    assert follower is not None
+    assert (follower.status, follower.joined_to, follower.resumes, follower.state) == ("running", "host", 1, "resumed")
+    alone = journal.requeue("steered")  # its message never reached the host: a run of its own again
+    assert alone is not None and (alone.status, alone.joined_to, alone.state) == ("accepted", None, "resumed")
+
+
+def test_request_and_resumes_survive_reopen_and_old_files_gain_the_columns(db_path: Path) -> None:
+    import sqlite3
+
+    db_path.parent.mkdir(parents=True)
+    old = sqlite3.connect(db_path)  # the first release's table: no request, no resumes
+    old.executescript(
+        "CREATE TABLE runs (run_id TEXT PRIMARY KEY, kind TEXT NOT NULL, session_key TEXT, agent_id TEXT,"
+        " lane TEXT, params TEXT NOT NULL, status TEXT NOT NULL, accepted_at INTEGER NOT NULL, started_at INTEGER,"
+        " ended_at INTEGER, result TEXT, error TEXT);"
+        "INSERT INTO runs VALUES ('legacy','hook',NULL,NULL,NULL,'{}','accepted',1,NULL,NULL,NULL,NULL);"
+    )
+    old.commit()
+    old.close()
+    first = RunJournal(db_path)
+    legacy = first.get("legacy")
+    assert legacy is not None and (legacy.request, legacy.resumes) == (None, 0)
+    first.accept("r1", "agent", {}, request={"runId": "r1", "message": "hi"})
+    first.mark_started("r1")
+    first.requeue("r1")
+    first.close()
+    second = RunJournal(db_path)
+    try:
+        rec = second.get("r1")
+        assert rec is not None
+        assert (rec.request, rec.resumes, rec.status) == ({"runId": "r1", "message": "hi"}, 1, "accepted")
+    finally:
+        second.close()
 
 
 def test_records_survive_restart(db_path: Path) -> None:
@@ -198,10 +268,8 @@ def test_records_survive_restart(db_path: Path) -> None:
         again, created = second.accept("r1", "agent", {"message": "retry"})
         assert created is False
         assert again.params == {"message": "hi"}
-        recovered = second.recover()
-        assert sorted(r.run_id for r in recovered) == ["r1", "r2"]
-        statuses = {rid: rec.status for rid in ("r1", "r2", "r3") if (rec := second.get(rid)) is not None}
-        assert statuses == {"r1": "interrupted", "r2": "interrupted", "r3": "timeout"}
+        assert [(r.run_id, r.status) for r in second.unfinished()] == [("r1", "accepted"), ("r2", "running")]
+        assert second.get("r3").status == "timeout"  # type: ignore[union-attr]
     finally:
         second.close()
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from homarus.agents.compaction import summary_message
-from homarus.messages import AssistantMessage, Message, message_from_json
+from homarus.agents.resume import aborted_results
+from homarus.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, message_from_json
 from homarus.sessions.transcript import Transcript
 
-__all__ = ["load_history", "persist_messages", "previous_summary"]
+__all__ = ["answer_open_calls", "load_history", "persist_messages", "previous_summary"]
 
 
 def load_history(transcript: Transcript) -> tuple[list[Message], list[str]]:
@@ -36,7 +37,36 @@ def load_history(transcript: Transcript) -> tuple[list[Message], list[str]]:
         except (KeyError, ValueError):
             continue  # written by a newer version in a shape we cannot replay: leave it out
         ids_out.append(str(entry.get("id", "")))
-    return messages, ids_out
+    return answer_open_calls(messages, ids_out)
+
+
+def answer_open_calls(messages: list[Message], ids: list[str]) -> tuple[list[Message], list[str]]:
+    """Give every tool call without a result an "interrupted" one, right after its turn.
+
+    The runtime writes a turn's tool calls before they run, and recovery closes a run cut short by
+    a crash; a call still open here escaped both (a transcript from elsewhere, a journal lost with
+    its disk). Models refuse a history whose tool calls go unanswered, so the session would be stuck.
+    """
+    out: list[Message] = []
+    out_ids: list[str] = []
+    open_calls: list[ToolCall] = []
+
+    def close() -> None:
+        out.extend(aborted_results(open_calls))
+        out_ids.extend("" for _ in open_calls)
+        open_calls.clear()
+
+    for message, entry_id in zip(messages, ids, strict=True):
+        if isinstance(message, ToolResultMessage):
+            open_calls[:] = [c for c in open_calls if c.id != message.tool_call_id]
+        else:
+            close()
+            if isinstance(message, AssistantMessage):
+                open_calls.extend(message.tool_calls)
+        out.append(message)
+        out_ids.append(entry_id)
+    close()
+    return out, out_ids
 
 
 def previous_summary(transcript: Transcript) -> str | None:

@@ -125,6 +125,12 @@ class LoopSettings:
     timeout_s: float = 600.0
     #: send only names + one line per tool; the model asks ``tool_schema`` for the full parameters
     lazy_tools: bool = False
+    #: awaited before a turn's tool calls run (the runtime writes the calls down first, so a crash
+    #: in the middle of a tool can be recognised afterwards and the call is never run again)
+    before_tools: Callable[[AssistantMessage], Awaitable[None]] | None = None
+    #: awaited with the messages a turn adds (steered or follow-up messages) before its model call:
+    #: the runtime writes them down first, so a crash while the model thinks loses none of them
+    before_model: Callable[[list[Message]], Awaitable[None]] | None = None
 
 
 @dataclass
@@ -165,6 +171,8 @@ async def run_agent_loop(history: list[Message], prompts: list[Message], s: Loop
             first = False
             for message in pending:
                 add(message)
+            if pending and s.before_model is not None:
+                await s.before_model(pending)
             pending = []
             message, active = await _model_turn(result, s, active)
             result.final = message
@@ -180,6 +188,8 @@ async def run_agent_loop(history: list[Message], prompts: list[Message], s: Loop
             results: list[ToolResultMessage] = []
             steering: list[UserMessage] = []
             if calls:
+                if s.before_tools is not None:
+                    await s.before_tools(message)
                 results, steering = await _run_tools(calls, s)
                 for r in results:
                     result.history.append(r)

@@ -29,6 +29,54 @@ class RunRequest:
     trigger: str = "user"
     #: who asked, for the audit trail (a connection's client, a hook path, a cron job)
     origin: dict[str, Any] | None = None
+    #: continue this run from what its transcript already holds (after a restart) instead of
+    #: starting it afresh: recorded tool calls are not executed again
+    resume: bool = False
+    #: other accepted runs whose messages this run carries (a ``collect`` batch): they start with it
+    joined: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """What the run journal keeps so the run can be submitted again after a restart."""
+        out: dict[str, Any] = {
+            "runId": self.run_id,
+            "sessionKey": self.session_key.canonical,
+            "message": self.message,
+            "lane": self.lane,
+            "trigger": self.trigger,
+        }
+        optional = {
+            "images": [i.to_json() for i in self.images] or None,
+            "model": self.model,
+            "thinking": self.thinking,
+            "timeoutS": self.timeout_s,
+            "extraSystemPrompt": self.extra_system_prompt,
+            "channel": self.channel,
+            "queueMode": self.queue_mode,
+            "origin": self.origin,
+        }
+        out.update({k: v for k, v in optional.items() if v is not None})
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], session_key: SessionKey, *, resume: bool = False) -> RunRequest:
+        """The request ``to_json`` kept (``session_key`` resolved again by the caller)."""
+        images = [ImageContent(i["data"], i["mimeType"]) for i in data.get("images") or []]
+        return cls(
+            run_id=str(data["runId"]),
+            session_key=session_key,
+            message=str(data["message"]),
+            images=images,
+            model=data.get("model"),
+            thinking=data.get("thinking"),
+            timeout_s=data.get("timeoutS"),
+            lane=str(data.get("lane") or "main"),
+            extra_system_prompt=data.get("extraSystemPrompt"),
+            channel=data.get("channel"),
+            queue_mode=data.get("queueMode"),
+            trigger=str(data.get("trigger") or "user"),
+            origin=data.get("origin"),
+            resume=resume,
+        )
 
 
 def request_content(req: RunRequest) -> str | list[TextContent | ImageContent]:

@@ -56,6 +56,8 @@ class ActiveRun:
     follow_ups: list[UserMessage] = field(default_factory=list)
     #: extra run ids whose messages were merged into this run (steered in)
     merged_run_ids: list[str] = field(default_factory=list)
+    #: id() of a steered message → the run it came from (its transcript entry names that run)
+    owners: dict[int, str] = field(default_factory=dict)
     started_at: int = field(default_factory=lambda: int(time.time() * 1000))
     streaming: bool = False
     compacting: bool = False

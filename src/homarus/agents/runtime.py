@@ -11,21 +11,22 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from homarus.agents import compaction, prompt, setup, workspace
+from homarus.agents import compaction, setup, workspace
 from homarus.agents.compactor import RunCompactor
 from homarus.agents.history import load_history
 from homarus.agents.hook_bridge import ApprovalFn, RunPhases, RuntimeHooks
 from homarus.agents.loop import LoopSettings, run_agent_loop
 from homarus.agents.memory_flush import MEMORY_FLUSH_TRIGGER, claim_memory_flush, flush_prompt
+from homarus.agents.outcome import bounded, entry_changes, failed_outcome, model_ref_of, run_outcome
 from homarus.agents.raw_stream import stream_tap
 from homarus.agents.request import QueueMode, RunRequest, request_content
+from homarus.agents.resume import ResumePoint, close_interrupted
 from homarus.agents.runs import ActiveRun, RunOutcome, RunRegistry
 from homarus.agents.stream import EventTranslator
 from homarus.audit.trail import AuditSink, RunAudit
@@ -96,8 +97,13 @@ class AgentRuntime:
         self.sandbox_for: Callable[[SessionKey], SandboxView | None] | None = None
         #: operator hooks for ``agent:bootstrap`` (may change the bootstrap file list)
         self.bootstrap_hook: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
+        #: awaited with a run that begins executing now (its lane slot was taken) and the runs
+        #: whose messages it takes in (merged into its prompt, or steered into it), before anything
+        #: of them happens: the run journal records them as started, so a crash before this point
+        #: leaves them queued, never half-run
+        self.on_run_start: Callable[[str, list[str]], Awaitable[None]] | None = None
         self.runs = RunRegistry()
-        self._collect: dict[str, tuple[list[str], asyncio.Future[RunOutcome]]] = {}
+        self._collect: dict[str, tuple[list[RunRequest], asyncio.Future[RunOutcome]]] = {}
         self.sleep: Callable[[float], Any] = asyncio.sleep
 
     # -- submission and queue modes -------------------------------------------------------------
@@ -114,7 +120,10 @@ class AgentRuntime:
             self.lanes.clear(f"session:{key}")
             return await self.run(req)
         if mode == "steer" and not active.compacting and not active.abort.is_set():
-            active.steering.append(UserMessage(request_content(req)))
+            await self._starting(active.run_id, [req.run_id])
+            message = UserMessage(request_content(req))
+            active.owners[id(message)] = req.run_id  # written under its own run id (recovery reads it)
+            active.steering.append(message)
             self.runs.alias(req.run_id, active)
             return await asyncio.shield(active.done)
         waiting = next((s.waiting for s in self.lanes.stats() if s.lane == f"session:{key}"), 0)
@@ -128,18 +137,25 @@ class AgentRuntime:
         key = req.session_key.canonical
         pending = self._collect.get(key)
         if pending is not None:
-            pending[0].append(req.message)
+            pending[0].append(req)
             return await asyncio.shield(pending[1])
-        texts = [req.message]
+        batch = [req]
         future: asyncio.Future[RunOutcome] = asyncio.get_running_loop().create_future()
-        self._collect[key] = (texts, future)
+        self._collect[key] = (batch, future)
 
         async def merged() -> RunOutcome:
             self._collect.pop(key, None)  # messages arriving from now on start a new batch
+            texts = [r.message for r in batch]
             parts = ["[Queued messages while agent was busy]"]
             for i, text in enumerate(texts, 1):
                 parts += ["---", f"Queued #{i}", text]
-            merged_req = RunRequest(**{**req.__dict__, "message": "\n".join(parts) if len(texts) > 1 else texts[0]})
+            merged_req = RunRequest(
+                **{
+                    **req.__dict__,
+                    "message": "\n".join(parts) if len(texts) > 1 else texts[0],
+                    "joined": [r.run_id for r in batch[1:]],
+                }
+            )
             return await self._execute(merged_req)
 
         try:
@@ -171,11 +187,22 @@ class AgentRuntime:
         run.steering.append(UserMessage(text))
         return True
 
+    async def _starting(self, run_id: str, joined: list[str]) -> None:
+        if self.on_run_start is not None:
+            await self.on_run_start(run_id, joined)
+
     # -- one run --------------------------------------------------------------------------------
     async def _execute(self, req: RunRequest) -> RunOutcome:
         cfg = self._config()
         key = req.session_key
         active = ActiveRun(req.run_id, key.canonical)
+        try:
+            await self._starting(req.run_id, req.joined)
+        except Exception as exc:  # not recorded as started: it must not run (a crash would repeat it)
+            log.exception("could not record the start of run %s", req.run_id)
+            outcome = failed_outcome(req, active, f"could not record the run start: {type(exc).__name__}")
+            active.done.set_result(outcome)
+            return outcome
         self.runs.start(active)
         if self.on_session_run is not None:
             try:
@@ -188,11 +215,11 @@ class AgentRuntime:
         try:
             outcome = await self._run_loop(req, active, translator, cfg)
         except HomarusError as exc:
-            outcome = self._failed(req, active, exc.message)
+            outcome = failed_outcome(req, active, exc.message)
             translator.lifecycle_error(exc.message)
         except Exception as exc:  # a bug must still end the run visibly, never hang its waiters
             log.exception("run %s failed", req.run_id)
-            outcome = self._failed(req, active, f"internal error: {type(exc).__name__}")
+            outcome = failed_outcome(req, active, f"internal error: {type(exc).__name__}")
             translator.lifecycle_error(outcome.error or "error")
         finally:
             timer.cancel()
@@ -215,24 +242,13 @@ class AgentRuntime:
         active.abort_origin = "timeout"
         active.abort.set()
 
-    def _failed(self, req: RunRequest, active: ActiveRun, error: str) -> RunOutcome:
-        return RunOutcome(
-            req.run_id,
-            req.session_key.canonical,
-            "error",
-            started_at=active.started_at,
-            ended_at=_now_ms(),
-            stop_reason="error",
-            error=error,
-        )
-
     async def _run_loop(
         self, req: RunRequest, active: ActiveRun, translator: EventTranslator, cfg: HomarusConfig
     ) -> RunOutcome:
         key = req.session_key
         ws = setup.workspace_dir(key.agent_id, cfg, self.state_dir)
         # all the file work a run needs before the model, in one trip to a worker thread
-        ref, history, ids, injections, files = await asyncio.to_thread(self._load, req, active, cfg, ws)
+        ref, history, ids, injections, files, point = await asyncio.to_thread(self._load, req, active, cfg, ws)
         ctx = ev.HookContext(
             agent_id=key.agent_id,
             session_key=key.canonical,
@@ -294,24 +310,34 @@ class AgentRuntime:
         if blocked is not None:
             # a blocked run keeps only the plugin's replacement text, never the original prompt
             stored = UserMessage(blocked.message or "[message withheld by a plugin]")
-            await asyncio.to_thread(self._write, transcript, phases, [stored])
+            await asyncio.to_thread(self._write, transcript, phases, req.run_id, [stored])
             return await self._end(req, active, translator, ctx, hooks, error=f"run blocked: {blocked.reason}")
-        user = UserMessage(request_content(req))
-        written = (await asyncio.to_thread(self._write, transcript, phases, [user]))[0]
-        if written is not None:
-            entry_ids[id(user)] = written["id"]
-        claimed = await phases.claim_reply(req.message)
-        if claimed is not None:
-            reply = AssistantMessage(
-                [TextContent(claimed.reply or "")], api="plugin", provider="plugin", model="before_agent_reply"
+        prompts: list[Message] = []
+        if point.final is not None:  # it had answered before the restart: only the bookkeeping is left
+            return await self._end(
+                req, active, translator, ctx, hooks, final=point.final, model_ref=model_ref_of(point.final)
             )
-            await asyncio.to_thread(self._write, transcript, phases, [reply])
-            return await self._end(req, active, translator, ctx, hooks, final=reply, model_ref="plugin")
-        model_user = user
-        if changes.prepend or changes.append:  # what the model sees; the transcript keeps the user's words
-            text = "\n\n".join(x for x in (changes.prepend, req.message, changes.append) if x)
-            model_user = UserMessage([TextContent(text), *req.images] if req.images else text)
-            entry_ids[id(model_user)] = entry_ids.get(id(user), "")
+        if not point.started:
+            user = UserMessage(request_content(req))
+            written = (await asyncio.to_thread(self._write, transcript, phases, req.run_id, [user], joined=req.joined))[
+                0
+            ]
+            if written is not None:
+                entry_ids[id(user)] = written["id"]
+            claimed = await phases.claim_reply(req.message)
+            if claimed is not None:
+                reply = AssistantMessage(
+                    [TextContent(claimed.reply or "")], api="plugin", provider="plugin", model="before_agent_reply"
+                )
+                await asyncio.to_thread(self._write, transcript, phases, req.run_id, [reply])
+                return await self._end(req, active, translator, ctx, hooks, final=reply, model_ref="plugin")
+            model_user = user
+            if changes.prepend or changes.append:  # what the model sees; the transcript keeps the user's words
+                text = "\n\n".join(x for x in (changes.prepend, req.message, changes.append) if x)
+                model_user = UserMessage([TextContent(text), *req.images] if req.images else text)
+                entry_ids[id(model_user)] = entry_ids.get(id(user), "")
+            prompts = [model_user]
+        # else: a resumed run continues from its transcript (its own message is in the history)
         compactor = RunCompactor(
             sessions=self.sessions,
             transcript=transcript,
@@ -345,21 +371,27 @@ class AgentRuntime:
             timeout_s=float(d.timeout_seconds),
             hooks=hooks,
             lazy_tools=cfg.tools.lazy_schemas,
+            before_tools=lambda message: write_ahead([message]),
+            before_model=lambda messages: write_ahead(messages),
         )
-        persisted = {id(model_user)}
+        persisted = {id(m) for m in prompts}
 
         async def on_turn_end(messages: list[Message]) -> None:
             fresh = [m for m in messages if id(m) not in persisted]
             if fresh:
-                rows = await asyncio.to_thread(self._write, transcript, phases, fresh)
+                rows = await asyncio.to_thread(self._write, transcript, phases, req.run_id, fresh, owners=active.owners)
                 for m, row in zip(fresh, rows, strict=True):
                     persisted.add(id(m))
                     if row is not None:
                         entry_ids[id(m)] = row["id"]
 
+        async def write_ahead(messages: list[Message]) -> None:
+            await translator.drain()  # earlier turns first: the file keeps the order they happened in
+            await on_turn_end(messages)
+
         translator.on_turn_end = on_turn_end
         active.streaming = True
-        result = await run_agent_loop(history, [model_user], settings)
+        result = await run_agent_loop(history, prompts, settings)
         await translator.drain()
         await on_turn_end(result.new_messages)  # anything not yet written (e.g. an aborted turn)
         active.streaming = False
@@ -413,9 +445,9 @@ class AgentRuntime:
     ) -> RunOutcome:
         """Close the run: outcome, session entry, delivery hooks, lifecycle event, agent_end."""
         if error is not None:
-            outcome = self._failed(req, active, error)
+            outcome = failed_outcome(req, active, error)
         else:
-            outcome = self._outcome(req, active, final, model_ref)
+            outcome = run_outcome(req, active, final, model_ref, self._config().agents.defaults.timeout_seconds)
         if phases is not None and outcome.status == "ok" and outcome.text and not outcome.silent:
             to = req.channel or "webchat"
             content = await phases.sending(to, outcome.text)
@@ -427,7 +459,7 @@ class AgentRuntime:
                 "message_sent",
                 ev.MessageSentEvent(to, outcome.text, content is not None, session_key=ctx.session_key, context=ctx),
             )
-        await asyncio.to_thread(self._finish_entry, req.session_key, outcome, final)
+        await asyncio.to_thread(self.sessions.update_entry, req.session_key, entry_changes(outcome, final))
         translator.lifecycle_end(outcome)
         hooks.fire(
             "agent_end",
@@ -444,15 +476,18 @@ class AgentRuntime:
 
     def _load(
         self, req: RunRequest, active: ActiveRun, cfg: HomarusConfig, ws: Path
-    ) -> tuple[SessionRef, list[Message], list[str], list[dict[str, Any]], list[Any]]:
-        """Session entry (marked running), workspace, history, pending injections, bootstrap files."""
+    ) -> tuple[SessionRef, list[Message], list[str], list[dict[str, Any]], list[Any], ResumePoint]:
+        """Session entry (marked running), workspace, history, pending injections, bootstrap files,
+        and for a resumed run where it stood (its interrupted tool calls closed as aborted first)."""
         running = {"status": "running", "startedAt": active.started_at, "abortedLastRun": None}
         ref = self.sessions.ensure(req.session_key, update=running)
         workspace.ensure_workspace(ws)
-        history, ids = load_history(self.sessions.transcript_for(ref))
+        transcript = self.sessions.transcript_for(ref)
+        point = close_interrupted(transcript, req.run_id, None) if req.resume else ResumePoint()
+        history, ids = load_history(transcript)
         injections = self._drain_injections(req.session_key.canonical)
         files = setup.bootstrap_files(cfg, req.session_key, ws)
-        return ref, history, ids, injections, files
+        return ref, history, ids, injections, files, point
 
     async def _bootstrap(self, key: SessionKey, ws: Path, files: list[Any]) -> list[Any]:
         """The bootstrap files, after the ``agent:bootstrap`` operator hooks saw (and maybe changed) them."""
@@ -479,15 +514,29 @@ class AgentRuntime:
         drained = self.injections.drain(session_key)
         return [*events, *(dict(i) if isinstance(i, dict) else dataclasses.asdict(i) for i in drained)]
 
-    def _write(self, transcript: Transcript, phases: RunPhases, messages: list[Message]) -> list[dict[str, Any] | None]:
-        """Persist messages through the write hooks in one all-or-nothing append.
+    def _write(
+        self,
+        transcript: Transcript,
+        phases: RunPhases,
+        run_id: str,
+        messages: list[Message],
+        *,
+        owners: dict[int, str] | None = None,
+        joined: list[str] | None = None,
+    ) -> list[dict[str, Any] | None]:
+        """Persist messages through the write hooks in one all-or-nothing append, tagged with the run
+        (a steered message with the run it came from, ``owners``; a merged prompt also names the runs
+        merged into it, ``joined``): after a crash, ``agents/resume.py`` reads where each run stood.
 
         Returns, per message, its stored entry or None when a hook withheld it.
         """
-        rows = [phases.filter_write(_bounded(m.to_json())) for m in messages]
-        entries = [{"type": "message", "message": r} for r in rows if r is not None]
+        tags: list[tuple[dict[str, Any] | None, str]] = [
+            (phases.filter_write(bounded(m.to_json())), (owners or {}).get(id(m), run_id)) for m in messages
+        ]
+        extra: dict[str, Any] = {"joined": joined} if joined else {}
+        entries = [{"type": "message", "message": r, "runId": owner, **extra} for r, owner in tags if r is not None]
         stored = iter(transcript.append_many(entries) if entries else [])
-        return [next(stored) if r is not None else None for r in rows]
+        return [next(stored) if r is not None else None for r, _ in tags]
 
     def tool_context(
         self,
@@ -513,55 +562,6 @@ class AgentRuntime:
     def workspace_dir(self, agent_id: str, cfg: HomarusConfig) -> Path:
         return setup.workspace_dir(agent_id, cfg, self.state_dir)
 
-    def _outcome(self, req: RunRequest, active: ActiveRun, final: Any, model_ref: str) -> RunOutcome:
-        ended = _now_ms()
-        text = final.text if final is not None else ""
-        stop = final.stop_reason if final is not None else "stop"
-        usage = final.usage.to_json() if final is not None else {}
-        if active.timed_out:
-            status: Any = "timeout"
-        elif stop == "aborted" or active.abort.is_set():
-            status = "aborted"
-        elif stop == "error":
-            status = "error"
-        else:
-            status = "ok"
-        silent = prompt.strip_silent(text) is None if text else False
-        error = final.error_message if final is not None and status in ("error", "timeout") else None
-        if status == "timeout":
-            error = f"run timed out after {req.timeout_s or self._config().agents.defaults.timeout_seconds}s"
-        return RunOutcome(
-            req.run_id,
-            req.session_key.canonical,
-            status,
-            text,
-            active.started_at,
-            ended,
-            stop,
-            error,
-            model_ref,
-            usage,
-            silent,
-        )
-
-    def _finish_entry(self, key: SessionKey, outcome: RunOutcome, final: Any) -> None:
-        status = {"ok": "done", "error": "failed", "timeout": "timeout", "aborted": "killed"}[outcome.status]
-        changes: dict[str, Any] = {
-            "status": status,
-            "endedAt": outcome.ended_at,
-            "runtimeMs": outcome.ended_at - outcome.started_at,
-            "abortedLastRun": True if outcome.status in ("aborted", "timeout") else None,
-        }
-        if final is not None and final.usage.total_tokens:
-            changes.update(
-                inputTokens=final.usage.input,
-                outputTokens=final.usage.output,
-                totalTokens=final.usage.total_tokens,
-                model=final.model,
-                modelProvider=final.provider,
-            )
-        self.sessions.update_entry(key, changes)
-
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
@@ -575,17 +575,3 @@ def _background(coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
     _tasks.add(task)
     task.add_done_callback(_tasks.discard)
     return task
-
-
-MAX_DETAILS_BYTES = 8_192
-
-
-def _bounded(message: dict[str, Any]) -> dict[str, Any]:
-    """Tool ``details`` are for clients and logs; keep the transcript small by truncating big ones."""
-    details = message.get("details")
-    if details is None:
-        return message
-    raw = json.dumps(details, default=str)
-    if len(raw) <= MAX_DETAILS_BYTES:
-        return message
-    return {**message, "details": {"truncated": True, "bytes": len(raw), "preview": raw[:2000]}}

@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from homarus.cron.models import CronJob
@@ -79,12 +79,33 @@ class CronScheduler:
         self._stopping = False
 
     # -- lifecycle -----------------------------------------------------------------------------
-    async def start(self) -> None:
-        """Load the store, mark missed runs for catch-up and arm the timer (when enabled)."""
+    async def start(self, rerun: Collection[str] = ()) -> set[str]:
+        """Load the store, mark missed runs for catch-up and arm the timer (when enabled).
+
+        ``rerun``: jobs whose run the last process left unfinished, to run again now whatever
+        their schedule says (a forced run included). Returns those that will run (they exist, are
+        enabled, and the scheduler is).
+        """
         await asyncio.to_thread(self._load)
-        if self._prepare():
+        due = self._rerun(rerun)
+        if self._prepare() or due:
             await self.store.persist()
         self._arm()
+        return due
+
+    def _rerun(self, job_ids: Collection[str]) -> set[str]:
+        if not self.enabled:
+            return set()
+        now = self.clock()
+        due: set[str] = set()
+        for job_id in job_ids:
+            job = self.store.jobs.get(job_id)
+            if job is None or not job.enabled:
+                continue
+            nxt = job.state.next_run_at_ms
+            job.state.next_run_at_ms = now if nxt is None else min(nxt, now)
+            due.add(job_id)
+        return due
 
     def start_now(self) -> None:
         """:meth:`start` from synchronous code, for a store read on first use (it is missing or

@@ -25,7 +25,7 @@ from homarus.gateway.router import MethodRegistry
 from homarus.gateway.services.auth import GatewayAuth
 from homarus.gateway.services.build import SERVICES, LazyServices
 from homarus.gateway.services.health import HealthCache
-from homarus.gateway.services.run_recovery import recover_runs
+from homarus.gateway.services.run_recovery import Recovery, recover_runs, resubmit
 from homarus.gateway.ws.hub import WSHub
 from homarus.gateway.ws.presence import Presence
 from homarus.memory import has_memory_files
@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
     from homarus.config.store import ConfigStore
-    from homarus.queue.journal import RunRecord
 
 __all__ = ["Gateway", "GatewayOptions"]
 
@@ -74,7 +73,8 @@ class Gateway(LazyServices):
         )
         self.dedupe = DedupeCache()
         self.ws = WSHub(self)
-        self.interrupted_runs: list[RunRecord] = []
+        #: what the start found of the runs the last process left unfinished (``status`` shows it)
+        self.recovery = Recovery()
         self._health = HealthCache(self, self.options.health_cache_s)
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
@@ -129,19 +129,18 @@ class Gateway(LazyServices):
     # -- lifecycle ----------------------------------------------------------------------------------
     async def startup(self) -> None:
         _ = self.journal
-        self.interrupted_runs = await asyncio.to_thread(recover_runs, self)
+        self.recovery = await asyncio.to_thread(recover_runs, self)
         self._tasks.append(asyncio.create_task(self._tick_loop()))
         self.heartbeats.start()
         if self.config.cron.store_path(self.paths.state_dir).exists():
             from homarus.gateway.services.cron import start_cron
 
-            self.__dict__["cron"] = await start_cron(self)
+            self.__dict__["cron"] = await start_cron(self, self.recovery)
+        elif self.recovery.cron:
+            await asyncio.to_thread(self.recovery.interrupt, self, self.recovery.cron)
         if has_memory_files(self.workspace_dir(self.config.agents.default_id)):
             self.memory.index_at_startup()
-        if self.interrupted_runs:
-            from homarus.gateway.services.hook_runs import resume_hook_runs
-
-            await resume_hook_runs(self, self.interrupted_runs)
+        await resubmit(self, self.recovery)
         if self.built("extensions"):
             await self.plugins.start_services()
         if (self.paths.state_dir / "hooks").is_dir() or self.built("hookmd"):

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from homarus.gateway.services.memory import MemoryHub
     from homarus.gateway.services.policy import ToolAccess
     from homarus.gateway.services.run_events import RunEvents
+    from homarus.gateway.services.run_recovery import Recovery
     from homarus.gateway.ws.presence import Presence
     from homarus.plugins.hookmd import HookMdRunner
     from homarus.plugins.injections import InjectionQueue
@@ -91,6 +92,8 @@ class GatewayContext(Protocol):
     session_subscribers: set[str]
     dedupe: DedupeCache
     lanes: LaneQueue
+    #: what the start found of the runs the last process left unfinished
+    recovery: Recovery
 
     @property
     def config(self) -> HomarusConfig: ...

@@ -1,9 +1,16 @@
 """Durable record of accepted work (SQLite in WAL mode, ``$STATE/runs.sqlite``).
 
-A run is written here, fsynced, *before* the gateway answers ``accepted``; so a crash or restart
-can never lose it. On start, every run still ``accepted`` or ``running`` from the previous process
-is marked ``interrupted`` (with the time and reason), which ``agent.wait`` and ``sessions.list``
-report, and which callers may resume. Finished runs older than the retention are pruned.
+A run is written here, fsynced, *before* the gateway answers ``accepted``, with the request that
+can start it again; so a crash or restart can never lose it. Its life:
+
+``accepted`` (queued) → ``running`` (it began executing: its lane slot was taken, or its message
+was folded into a running run, ``joined_to``) → a terminal status (``ok``, ``error``, ``timeout``,
+``aborted``, ``interrupted``).
+
+After a restart the gateway reads :meth:`RunJournal.unfinished` and applies its entry point's
+recovery rule (``gateway/services/run_recovery.py``): a run is queued again (:meth:`requeue`; a run
+that had started counts one more ``resumes``) or ends ``interrupted`` (:meth:`interrupt`). Finished
+runs older than the retention are pruned.
 
 The journal also makes idempotency keys survive restarts: a second ``accept`` with a known run id
 returns the stored record instead of creating another run.
@@ -11,12 +18,12 @@ returns the stored record instead of creating another run.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,11 +45,21 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at  INTEGER,
     ended_at    INTEGER,
     result      TEXT,
-    error       TEXT
+    error       TEXT,
+    request     TEXT,
+    resumes     INTEGER NOT NULL DEFAULT 0,
+    joined_to   TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
 CREATE INDEX IF NOT EXISTS runs_session ON runs(session_key, accepted_at);
 """
+#: columns added after the first release: (name, definition), added when an older file lacks them
+_ADDED_COLUMNS = (("request", "TEXT"), ("resumes", "INTEGER NOT NULL DEFAULT 0"), ("joined_to", "TEXT"))
+#: every column, in RunRecord's order (a constant: the f-strings below interpolate nothing else)
+_COLUMNS = (
+    "run_id, kind, session_key, agent_id, lane, params, status, accepted_at, started_at, ended_at, result, error,"
+    " request, resumes, joined_to"
+)
 
 TERMINAL = frozenset({"ok", "error", "timeout", "aborted", "interrupted"})
 
@@ -61,10 +78,25 @@ class RunRecord:
     ended_at: int | None
     result: Any
     error: Any
+    #: the run request to submit again after a restart (``RunRequest.to_json``); None for old rows
+    request: dict[str, Any] | None = None
+    #: how many restarts found it started and queued it again
+    resumes: int = 0
+    #: the run it was folded into (its message steered into that run, or merged into its prompt)
+    joined_to: str | None = None
 
     @property
     def terminal(self) -> bool:
         return self.status in TERMINAL
+
+    @property
+    def state(self) -> str:
+        """What ``agent.wait`` reports of a run that is not over: queued, running or resumed."""
+        if self.terminal:
+            return self.status
+        if self.resumes:
+            return "resumed"
+        return "running" if self.status == "running" else "queued"
 
 
 def _now_ms() -> int:
@@ -86,6 +118,10 @@ class RunJournal:
         self._db.execute("PRAGMA synchronous=FULL")
         self._db.execute("PRAGMA busy_timeout=10000")
         self._db.executescript(_SCHEMA)
+        present = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+        for name, definition in _ADDED_COLUMNS:
+            if name not in present:
+                self._db.execute(f"ALTER TABLE runs ADD COLUMN {name} {definition}")
 
     def close(self) -> None:
         with self._lock:
@@ -100,25 +136,47 @@ class RunJournal:
         session_key: str | None = None,
         agent_id: str | None = None,
         lane: str | None = None,
+        request: dict[str, Any] | None = None,
     ) -> tuple[RunRecord, bool]:
         """Record a run as accepted; returns (record, created). A known run id is not re-created."""
         with self._lock:
             cur = self._db.execute(
-                "INSERT OR IGNORE INTO runs(run_id, kind, session_key, agent_id, lane, params, status, accepted_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, 'accepted', ?)",
-                (run_id, kind, session_key, agent_id, lane, json.dumps(params), _now_ms()),
+                "INSERT OR IGNORE INTO runs(run_id, kind, session_key, agent_id, lane, params, status, accepted_at,"
+                " request) VALUES (?, ?, ?, ?, ?, ?, 'accepted', ?, ?)",
+                (
+                    run_id,
+                    kind,
+                    session_key,
+                    agent_id,
+                    lane,
+                    json.dumps(params),
+                    _now_ms(),
+                    json.dumps(request) if request is not None else None,
+                ),
             )
             created = cur.rowcount == 1
         record = self.get(run_id)
         assert record is not None
         return record, created
 
-    def mark_started(self, run_id: str) -> None:
-        self._set(
-            run_id,
-            "UPDATE runs SET status='running', started_at=? WHERE run_id=? AND status IN ('accepted','interrupted')",
-            (_now_ms(), run_id),
-        )
+    def mark_started(self, run_id: str, joined: Sequence[str] = ()) -> None:
+        """``run_id`` began executing, and the ``joined`` runs with it (their messages were folded
+        into it): one transaction, fsynced before its first step runs."""
+        now = _now_ms()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute(
+                    "UPDATE runs SET status='running', started_at=? WHERE run_id=? AND status='accepted'", (now, run_id)
+                )
+                self._db.executemany(
+                    "UPDATE runs SET status='running', started_at=?, joined_to=? WHERE run_id=? AND status='accepted'",
+                    [(now, run_id, other) for other in joined],
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
 
     def finish(self, run_id: str, status: str, *, result: Any = None, error: Any = None) -> None:
         if status not in TERMINAL:
@@ -141,27 +199,47 @@ class RunJournal:
 
     def get(self, run_id: str) -> RunRecord | None:
         with self._lock:
-            row = self._db.execute("SELECT * FROM runs WHERE run_id=?", (run_id,)).fetchone()
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id=?", (run_id,)).fetchone()  # noqa: S608
         return _record(row) if row else None
 
-    def recover(self, reason: str = "gateway restarted") -> list[RunRecord]:
-        """Mark every run the previous process left unfinished as interrupted; return them."""
-        ended = _now_ms()
-        error = {"reason": reason}
+    def unfinished(self) -> list[RunRecord]:
+        """The runs a previous process accepted and did not finish, in the order they were accepted."""
         with self._lock:
             rows = self._db.execute(
-                "SELECT * FROM runs WHERE status IN ('accepted','running') ORDER BY accepted_at"
+                f"SELECT {_COLUMNS} FROM runs WHERE status IN ('accepted','running') ORDER BY accepted_at, rowid"  # noqa: S608
             ).fetchall()
-            self._db.execute(
-                "UPDATE runs SET status='interrupted', ended_at=?, error=? WHERE status IN ('accepted','running')",
-                (ended, json.dumps(error)),
+        return [_record(r) for r in rows]
+
+    def requeue(self, run_id: str, *, follower: bool = False) -> RunRecord | None:
+        """Queue an unfinished run again after a restart; one that had started counts a resume.
+
+        ``follower``: a run folded into another that goes on; it stays ``running`` with it.
+        """
+        if follower:
+            sql = "UPDATE runs SET resumes=resumes + 1 WHERE run_id=? AND status='running'"
+        else:
+            sql = (
+                "UPDATE runs SET resumes=resumes + (status='running'), status='accepted', joined_to=NULL"
+                " WHERE run_id=? AND status IN ('accepted','running')"
             )
-        return [dataclasses.replace(_record(r), status="interrupted", ended_at=ended, error=error) for r in rows]
+        self._set(run_id, sql, (run_id,))
+        return self.get(run_id)
+
+    def interrupt(self, run_id: str, reason: str) -> RunRecord | None:
+        """End an unfinished run as ``interrupted`` (its entry point's rule does not resume it)."""
+        self._set(
+            run_id,
+            "UPDATE runs SET status='interrupted', ended_at=?, error=? WHERE run_id=?"
+            " AND status IN ('accepted','running')",
+            (_now_ms(), json.dumps({"reason": reason}), run_id),
+        )
+        return self.get(run_id)
 
     def by_session(self, session_key: str, limit: int = 20) -> list[RunRecord]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT * FROM runs WHERE session_key=? ORDER BY accepted_at DESC LIMIT ?", (session_key, limit)
+                f"SELECT {_COLUMNS} FROM runs WHERE session_key=? ORDER BY accepted_at DESC LIMIT ?",  # noqa: S608
+                (session_key, limit),
             ).fetchall()
         return [_record(r) for r in rows]
 
@@ -176,7 +254,23 @@ class RunJournal:
 
 
 def _record(row: tuple[Any, ...]) -> RunRecord:
-    (run_id, kind, session_key, agent_id, lane, params, status, accepted_at, started_at, ended_at, result, error) = row
+    (
+        run_id,
+        kind,
+        session_key,
+        agent_id,
+        lane,
+        params,
+        status,
+        accepted_at,
+        started_at,
+        ended_at,
+        result,
+        error,
+        request,
+        resumes,
+        joined_to,
+    ) = row
     return RunRecord(
         run_id,
         kind,
@@ -190,4 +284,7 @@ def _record(row: tuple[Any, ...]) -> RunRecord:
         ended_at,
         json.loads(result) if result else None,
         json.loads(error) if error else None,
+        json.loads(request) if request else None,
+        int(resumes or 0),
+        joined_to,
     )

@@ -239,6 +239,29 @@ async def test_accepted_run_survives_restart_as_interrupted(tmp_path: Path) -> N
         assert replay["ok"] is False and "interrupted" in replay["error"]["message"]
 
 
+async def test_agent_wait_says_where_an_unfinished_run_stands(tmp_path: Path) -> None:
+    config = json.loads(json.dumps(CONFIG))
+    config["agents"]["defaults"]["maxConcurrent"] = 1
+    with run_gateway(tmp_path, config=config) as gw:
+        gate = asyncio.Event()
+        _script(gw, Gate(gate, Reply("first")), Reply("second"))
+        c = await _client(gw)
+        for rid, session in (("w1", "one"), ("w2", "two")):
+            params = {"message": "hi", "sessionKey": session, "idempotencyKey": rid}
+            await c.send({"type": "req", "id": rid, "method": "agent", "params": params})
+            assert (await c.response(rid))["payload"]["status"] == "accepted"
+        await asyncio.sleep(0.2)
+        running = (await c.request("agent.wait", {"runId": "w1", "timeoutMs": 50}))["payload"]
+        queued = (await c.request("agent.wait", {"runId": "w2", "timeoutMs": 50}))["payload"]
+        assert running == {"runId": "w1", "status": "timeout", "state": "running"}
+        assert queued == {"runId": "w2", "status": "timeout", "state": "queued"}  # behind the one main slot
+        unknown = (await c.request("agent.wait", {"runId": "nope", "timeoutMs": 10}))["payload"]
+        assert unknown == {"runId": "nope", "status": "timeout"}
+        gw.call_soon(gate.set)
+        done = (await c.request("agent.wait", {"runId": "w2", "timeoutMs": 5000}))["payload"]
+        assert done["status"] == "ok" and "resumed" not in done and done["endedAt"] >= done["startedAt"]
+
+
 async def test_run_timeout(tmp_path: Path) -> None:
     with run_gateway(tmp_path, config=CONFIG) as gw:
         _script(gw, Gate(asyncio.Event(), Reply("never")))

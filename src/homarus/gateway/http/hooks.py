@@ -14,7 +14,9 @@ a run accepted but never started is run after a restart. A reply is delivered as
 on the main session (``deliver``, default true). External text is wrapped as untrusted content
 unless the mapping sets ``allowUnsafeExternalContent``. The same idempotency key (header
 ``Idempotency-Key``/``X-Homarus-Idempotency-Key``/``X-OpenClaw-Idempotency-Key`` or body
-``idempotencyKey``, ≤ 256 chars) within 5 minutes returns the first ``runId``.
+``idempotencyKey``, ≤ 256 chars) returns the first ``runId``: for 5 minutes from memory (``/wake``
+too), and for ``/agent`` runs as long as the run journal keeps the run (the key names the run), so
+a retry after a crash or a restart never starts a second run.
 """
 
 from __future__ import annotations
@@ -243,7 +245,8 @@ class HooksEndpoint:
             payload: dict[str, Any] = {"ok": True, "mode": action.mode}
         else:
             session = self._session_key(action, agent_id)
-            run_id = str(uuid.uuid4())
+            # a key names its run for good: a retry after a crash or restart finds it in the journal
+            run_id = str(uuid.UUID(dedupe_key[:32])) if dedupe_key is not None else str(uuid.uuid4())
             params = {
                 "message": action.message
                 if action.allow_unsafe

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -20,6 +20,9 @@ from homarus.gateway.services.plugins import run_command
 from homarus.gateway.services.runs import RunFailed, final_payload, run_and_finish, start_run
 from homarus.gateway.services.session_events import emit_session_changed
 from homarus.security.scopes import ADMIN
+
+if TYPE_CHECKING:
+    from homarus.queue.journal import RunRecord
 
 __all__ = ["agent", "agent_wait"]
 
@@ -155,27 +158,35 @@ async def _replay(call: MethodCall, run_id: str, status: str, payload: Any, erro
 
 
 async def agent_wait(call: MethodCall, p: WaitParams) -> dict[str, Any]:
+    """The run's end, or after ``timeoutMs`` ``status: timeout`` with where it stands (``state``:
+    queued, running or resumed), as the journal knows it (so also after a restart)."""
     gw = call.gateway
+    record = await asyncio.to_thread(gw.journal.get, p.run_id)
     for prefix in ("agent", "chat"):
         cached = gw.dedupe.get(f"{prefix}:{p.run_id}")
         if cached is not None and cached.terminal:
-            return _wait_result(p.run_id, cached.status, gw.run_events.snapshots.get(p.run_id), cached.error)
-    record = await asyncio.to_thread(gw.journal.get, p.run_id)
+            snap = gw.run_events.snapshots.get(p.run_id)
+            return _wait_result(p.run_id, cached.status, snap, cached.error, record=record)
     if record is not None and record.terminal:
-        return _wait_result(p.run_id, record.status, None, record.error, record.started_at, record.ended_at)
+        return _wait_result(p.run_id, record.status, None, record.error, record=record)
     snap = await gw.run_events.wait(p.run_id, p.timeout_ms / 1000)
     if snap is None:
-        return {"runId": p.run_id, "status": "timeout"}
-    return _wait_result(p.run_id, snap.status, snap, {"message": snap.error} if snap.error else None)
+        out: dict[str, Any] = {"runId": p.run_id, "status": "timeout"}
+        record = await asyncio.to_thread(gw.journal.get, p.run_id)
+        if record is not None:
+            out["state"] = record.state
+        return out
+    return _wait_result(p.run_id, snap.status, snap, {"message": snap.error} if snap.error else None, record=record)
 
 
-def _wait_result(
-    run_id: str, status: str, snap: Any, error: Any, started: int | None = None, ended: int | None = None
-) -> dict[str, Any]:
+def _wait_result(run_id: str, status: str, snap: Any, error: Any, *, record: RunRecord | None) -> dict[str, Any]:
     mapped = {"ok": "ok", "aborted": "timeout", "timeout": "timeout"}.get(status, "error")
     out: dict[str, Any] = {"runId": run_id, "status": mapped}
-    if snap is not None:
-        started, ended = snap.started_at, snap.ended_at
+    started, ended = (snap.started_at, snap.ended_at) if snap is not None else (None, None)
+    if record is not None:
+        started, ended = started or record.started_at, ended or record.ended_at
+        if record.resumes:
+            out["resumed"] = True  # it was cut short by a restart and continued from its transcript
     if started:
         out["startedAt"] = started
     if ended:

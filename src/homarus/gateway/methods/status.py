@@ -32,6 +32,8 @@ async def status(call: MethodCall, params: EmptyParams) -> dict[str, Any]:
             "byAgent": [{"agentId": a["agentId"], "count": a["sessions"]["count"]} for a in health["agents"]],
         },
         "events": {"seq": gw.bus.last_seq},
+        # runs the last process accepted and did not finish: queued again, resumed, interrupted
+        "recovery": gw.recovery.summary(),
     }
     if ADMIN in call.client.scopes:
         out["gateway"] = {

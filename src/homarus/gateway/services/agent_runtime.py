@@ -6,6 +6,7 @@ callables, so building the runtime does not build them.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from homarus.agents.runtime import AgentRuntime
@@ -62,6 +63,10 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         if gw.hookmd.handlers_for("agent", "bootstrap"):
             await gw.hookmd.trigger("agent", "bootstrap", event)
 
+    async def on_run_start(run_id: str, joined: list[str]) -> None:
+        await asyncio.to_thread(gw.journal.mark_started, run_id, joined)
+
+    runtime.on_run_start = on_run_start
     runtime.sandbox_for = sandbox_for
     runtime.tool_filter = lambda key, provider, model: gw.tool_access.names_for(key, provider=provider, model=model)
     runtime.bootstrap_hook = bootstrap_hook

@@ -39,6 +39,8 @@ from homarus.security.scopes import READ
 
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
+    from homarus.gateway.services.run_recovery import Recovery
+    from homarus.queue.journal import RunRecord
 
 __all__ = ["CronRunner", "build_cron", "cron_config", "start_cron", "stop_cron", "store_path"]
 
@@ -64,6 +66,23 @@ class CronRunner:
         self.gateway = gateway
         #: session keys of agent turns in flight (aborted on shutdown)
         self.active: set[str] = set()
+        #: per job id, the run the last process left unfinished (and whether it had started): the
+        #: job's next run is that run, continued (``run_recovery``)
+        self.adopted: dict[str, tuple[RunRecord, bool]] = {}
+
+    def adopt(self, runs: list[tuple[RunRecord, bool]]) -> list[tuple[RunRecord, bool]]:
+        """Take back unfinished runs by job id; returns those that name no job (or a later run of
+        the same job replaced them)."""
+        orphans: list[tuple[RunRecord, bool]] = []
+        for record, started in runs:  # oldest first: a later run of a job wins
+            job_id = record.params.get("jobId") if isinstance(record.params, dict) else None
+            if not isinstance(job_id, str):
+                orphans.append((record, started))
+                continue
+            if job_id in self.adopted:
+                orphans.append(self.adopted[job_id])
+            self.adopted[job_id] = (record, started)
+        return orphans
 
     async def __call__(self, job: CronJob) -> RunResult:
         if isinstance(job.payload, SystemEventPayload):
@@ -78,27 +97,37 @@ class CronRunner:
         agent_id = job.agent_id or gw.config.agents.default_id
         key = gw.sessions.resolve_key(f"agent:{agent_id}:cron:{job.id}", agent_id)
 
-        def fresh_session() -> str:
-            if gw.sessions.get(key) is not None:
+        adopted = self.adopted.pop(job.id, None)
+
+        def session_for_run() -> str:
+            if adopted is not None:  # the unfinished run continues in its own session
+                ref = gw.sessions.ensure(key, label=f"cron: {job.name}"[:100])
+            elif gw.sessions.get(key) is not None:
                 ref, _archived = gw.sessions.reset(key)
             else:
                 ref = gw.sessions.ensure(key, label=f"cron: {job.name}"[:100])
             return ref.entry.session_id
 
-        session_id = await asyncio.to_thread(fresh_session)
-        run_id = str(uuid.uuid4())
-        req = RunRequest(
-            run_id=run_id,
-            session_key=key,
-            message=f"[cron:{job.id} {job.name}] {payload.message}",
-            model=payload.model,
-            thinking=payload.thinking,
-            timeout_s=float(payload.timeout_seconds or DEFAULT_JOB_TIMEOUT_S),
-            lane="cron",
-            trigger="cron",
+        session_id = await asyncio.to_thread(session_for_run)
+        req = (
+            RunRequest.from_json(adopted[0].request, key, resume=adopted[1]) if adopted and adopted[0].request else None
         )
-        await start_run(gw, req, "cron", {"jobId": job.id, "message": req.message, "sessionKey": key.canonical})
-        emit_session_changed(gw, key, "create", runId=run_id)
+        if req is None:
+            req = RunRequest(
+                run_id=str(uuid.uuid4()),
+                session_key=key,
+                message=f"[cron:{job.id} {job.name}] {payload.message}",
+                model=payload.model,
+                thinking=payload.thinking,
+                timeout_s=float(payload.timeout_seconds or DEFAULT_JOB_TIMEOUT_S),
+                lane="cron",
+                trigger="cron",
+            )
+            await start_run(gw, req, "cron", {"jobId": job.id, "message": req.message, "sessionKey": key.canonical})
+            emit_session_changed(gw, key, "create", runId=req.run_id)
+        else:
+            log.warning("cron job %s: continuing run %s left unfinished by the last shutdown", job.id, req.run_id)
+        run_id = req.run_id
         self.active.add(key.canonical)
         try:
             outcome = await run_and_finish(gw, req, "cron")
@@ -228,13 +257,22 @@ def build_cron(gateway: GatewayContext) -> CronService:
     return service
 
 
-async def start_cron(gateway: GatewayContext) -> CronService:
+async def start_cron(gateway: GatewayContext, recovery: Recovery | None = None) -> CronService:
     """Build the service, load the jobs, arm the timer.
 
-    Jobs that were due while the gateway was down run once now (logged with ``catchUp``).
+    Jobs that were due while the gateway was down run once now (logged with ``catchUp``). So do
+    jobs whose run the last process left unfinished (``recovery.cron``): that run continues; one
+    whose job is gone or disabled ends interrupted.
     """
     service = build_cron(gateway)
-    await service.scheduler.start()
+    runner = service.scheduler.runner
+    assert isinstance(runner, CronRunner)
+    orphans = runner.adopt(recovery.cron if recovery is not None else [])
+    due = await service.scheduler.start(rerun=list(runner.adopted))
+    for job_id in [j for j in runner.adopted if j not in due]:
+        orphans.append(runner.adopted.pop(job_id))
+    if recovery is not None and orphans:
+        await asyncio.to_thread(recovery.interrupt, gateway, orphans)
     return service
 
 

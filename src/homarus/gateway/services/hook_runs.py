@@ -2,12 +2,12 @@
 
 A run is journaled before the 202 answer; :func:`accept_and_run` then starts it in the
 background, and its reply goes to the main session as a system event (``deliver``, default
-true). After a restart :func:`resume_hook_runs` runs again the ones that never started.
+true). After a restart the recovery rules (``run_recovery``) run again the ones that never started
+and resume the ones that had, through :func:`run_and_deliver`.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
@@ -17,16 +17,15 @@ from homarus.gateway.services.runs import run_and_finish, start_run
 
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext, WakeMode
-    from homarus.queue.journal import RunRecord
 
-__all__ = ["KIND", "accept_and_run", "resume_hook_runs"]
+__all__ = ["KIND", "accept_and_run", "request_of", "run_and_deliver"]
 
 log = logging.getLogger("homarus.hooks")
 
 KIND: Final = "hook"
 
 
-def _request_of(gateway: GatewayContext, run_id: str, params: dict[str, Any]) -> RunRequest:
+def request_of(gateway: GatewayContext, run_id: str, params: dict[str, Any]) -> RunRequest:
     timeout = params.get("timeoutSeconds")
     return RunRequest(
         run_id=run_id,
@@ -42,14 +41,20 @@ def _request_of(gateway: GatewayContext, run_id: str, params: dict[str, Any]) ->
     )
 
 
-async def accept_and_run(gateway: GatewayContext, run_id: str, params: dict[str, Any]) -> None:
-    """Journal the run (a 202 then survives a restart) and start it in the background."""
-    req = _request_of(gateway, run_id, params)
-    await start_run(gateway, req, KIND, params)
-    _ = gateway.spawn(_run_and_deliver(gateway, req, params))
+async def accept_and_run(gateway: GatewayContext, run_id: str, params: dict[str, Any]) -> bool:
+    """Journal the run (a 202 then survives a restart) and start it in the background.
+
+    False when ``run_id`` is already in the journal (a retry with the same idempotency key, maybe
+    across a restart): that run goes on as it was, nothing new starts.
+    """
+    req = request_of(gateway, run_id, params)
+    created, _ = await start_run(gateway, req, KIND, params)
+    if created:
+        _ = gateway.spawn(run_and_deliver(gateway, req, params))
+    return created
 
 
-async def _run_and_deliver(gateway: GatewayContext, req: RunRequest, params: dict[str, Any]) -> None:
+async def run_and_deliver(gateway: GatewayContext, req: RunRequest, params: dict[str, Any]) -> None:
     outcome = await run_and_finish(gateway, req, KIND)
     if not params.get("deliver", True) or outcome.status != "ok" or outcome.silent or not outcome.text.strip():
         return
@@ -61,22 +66,3 @@ async def _run_and_deliver(gateway: GatewayContext, req: RunRequest, params: dic
         )
     except HomarusError:
         log.exception("could not deliver the reply of hook run %s", req.run_id)
-
-
-async def resume_hook_runs(gateway: GatewayContext, interrupted: list[RunRecord]) -> int:
-    """Runs a webhook got a 202 for but that never started (the gateway stopped first): run them now."""
-    resumed = 0
-    for record in interrupted:
-        if record.kind != KIND or record.started_at is not None:
-            continue
-        params = record.params if isinstance(record.params, dict) else {}
-        try:
-            req = _request_of(gateway, record.run_id, params)
-        except (HomarusError, KeyError) as exc:
-            log.error("hook run %s cannot be resumed: %s", record.run_id, exc)
-            continue
-        log.warning("resuming hook run %s accepted before the restart", record.run_id)
-        _ = gateway.spawn(_run_and_deliver(gateway, req, params))
-        resumed += 1
-    await asyncio.sleep(0)
-    return resumed

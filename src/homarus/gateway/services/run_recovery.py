@@ -1,44 +1,250 @@
-"""After a restart: runs the previous process accepted but never finished.
+"""After a restart: what becomes of the runs the previous process accepted and did not finish.
 
-They are marked interrupted, visibly, on their session and in the idempotency cache (a client
-retrying the same key learns it was interrupted). Webhook runs that were accepted but never
-started are then run again by :func:`homarus.gateway.hooks_http.resume_hook_runs`.
+A run is *queued* when it never began executing (the journal has it ``accepted``) and *started*
+when it did (``running``: its lane slot was taken). Each entry point has one rule for each case
+(``docs/recovery.md``):
+
+=================  ======================================  ==========================================
+entry point        queued                                  started
+=================  ======================================  ==========================================
+``agent``          runs after the restart, in order        interrupted, a notice in the session
+``chat.send``      runs after the restart, in order        interrupted, a notice in the session
+``/hooks/*``       runs after the restart, in order        resumed from its transcript
+cron               its job runs it after the restart       its job resumes it from its transcript
+heartbeat          dropped: the next one is on schedule    interrupted (no notice: it is background)
+``/v1/*``          interrupted: its HTTP caller is gone    interrupted, a notice in the session
+chat channels      runs after the restart, in order        resumed from its transcript
+=================  ======================================  ==========================================
+
+"Interrupted" also records the run's unanswered tool calls as aborted, so nothing that had started
+runs again; "resumed" continues with what the transcript holds (``agents/resume.py``). Queued and
+resumed runs are submitted in the order they were accepted, so each session keeps its order. A cron
+run goes back to its job (``services/cron.py``): the scheduler runs the job again at start, and that
+run is this one, continued, so its bookkeeping and delivery happen once.
+
+A run *folded* into another (its message steered into a running run, or merged into a queued
+prompt: ``joined_to`` in the journal) follows that run when its message is in the transcript: it
+ends when and as that run ends (interrupted with it, without a second notice). When its message
+never got there (a steered message still waiting in memory), it is a queued run of its own.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final, Literal
 
+from homarus.agents.request import RunRequest
+from homarus.agents.resume import close_interrupted, interrupted_notice, resume_point
 from homarus.errors import HomarusError
 
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
     from homarus.queue.journal import RunRecord
 
-__all__ = ["recover_runs"]
+__all__ = ["JOURNAL_RETENTION_MS", "RULES", "Recovery", "Rule", "recover_runs", "request_for", "resubmit"]
 
 log = logging.getLogger("homarus.gateway")
 
+#: how long a folded run waits for the run it joined to end (a resumed run is bounded by its timeout)
+FOLLOW_TIMEOUT_S: Final = 24 * 3600.0
+#: finished runs stay in the journal this long (idempotency keys and ``agent.wait`` answer from it)
+JOURNAL_RETENTION_MS: Final = 7 * 24 * 3600 * 1000
 
-def recover_runs(gateway: GatewayContext) -> list[RunRecord]:
-    """Mark what the last process left unfinished as interrupted (blocking: run it in a thread)."""
-    interrupted = gateway.journal.recover()
-    dedupe = gateway.dedupe
-    for run in interrupted:
-        if run.session_key is None:
-            continue
-        try:
-            key = gateway.sessions.resolve_key(run.session_key)
-            gateway.sessions.update_entry(key, {"status": "interrupted", "abortedLastRun": True})
-        except HomarusError:
-            log.warning("interrupted run %s names an unusable session %s", run.run_id, run.session_key)
-        dedupe.put(
-            f"{run.kind}:{run.run_id}",
-            "interrupted",
-            ok=False,
-            error={"code": "UNAVAILABLE", "message": "interrupted by a gateway restart"},
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    #: a run that never began: run it now, hand it to its cron job, or end it interrupted
+    queued: Literal["run", "job", "interrupt"]
+    #: a run that began: continue it from its transcript (itself or through its cron job), or end it
+    started: Literal["resume", "job", "interrupt"]
+    #: what the visible notice of an interrupted started run names (None: no notice)
+    notice: str | None
+    #: why it is not run again, for agent.wait and the logs
+    reason: str = "interrupted by a gateway restart"
+
+
+RULES: Final[dict[str, Rule]] = {
+    "agent": Rule("run", "interrupt", "This run"),
+    "chat": Rule("run", "interrupt", "This reply"),
+    "hook": Rule("run", "resume", None),
+    "cron": Rule("job", "job", None, "interrupted by a gateway restart; its cron job is gone or disabled"),
+    "heartbeat": Rule("interrupt", "interrupt", None, "interrupted by a gateway restart; heartbeats go on"),
+    "openai": Rule("interrupt", "interrupt", "This reply", "interrupted: its HTTP caller left with the restart"),
+    "openresponses": Rule("interrupt", "interrupt", "This reply", "interrupted: its HTTP caller left with the restart"),
+    # the chat channel layer's inbound runs: fire-and-forget like webhooks
+    "channel": Rule("run", "resume", None),
+}
+#: kinds this version does not know (a newer version's, a plugin's): never run blindly
+UNKNOWN_KIND: Final = Rule("interrupt", "interrupt", "This run", "interrupted by a gateway restart (unknown kind)")
+
+
+@dataclass(slots=True)
+class Recovery:
+    """What the start found, in the order the runs were accepted."""
+
+    #: runs to submit again: (record, whether it resumes a started run)
+    to_run: list[tuple[RunRecord, bool]] = field(default_factory=list)
+    #: cron runs, for their jobs to take back (``CronRunner.adopt``)
+    cron: list[tuple[RunRecord, bool]] = field(default_factory=list)
+    #: runs folded into a run that goes on: they end with it
+    followers: list[RunRecord] = field(default_factory=list)
+    interrupted: list[RunRecord] = field(default_factory=list)
+    #: finished runs pruned from the journal (older than the retention)
+    pruned: int = 0
+
+    def summary(self) -> dict[str, int]:
+        """Counts for ``status`` and the start log."""
+        runs = [*self.to_run, *self.cron]
+        resumed = sum(1 for _, started in runs if started) + len(self.followers)
+        return {
+            "requeued": len(runs) + len(self.followers) - resumed,
+            "resumed": resumed,
+            "interrupted": len(self.interrupted),
+        }
+
+    def interrupt(self, gateway: GatewayContext, runs: list[tuple[RunRecord, bool]]) -> None:
+        """End each (record, started) by its rule's "interrupt" (also a handed-over run nobody took;
+        blocking: run it in a worker thread). ``started`` false: no transcript to close."""
+        for record, started in runs:
+            rule = RULES.get(record.kind, UNKNOWN_KIND)
+            _interrupt(gateway, record, rule, started)
+            self.interrupted.append(gateway.journal.interrupt(record.run_id, rule.reason) or record)
+
+
+def recover_runs(gateway: GatewayContext) -> Recovery:
+    """Apply each unfinished run's rule (blocking: run it in a worker thread)."""
+    recovery = Recovery()
+    journal = gateway.journal
+    recovery.pruned = journal.prune(JOURNAL_RETENTION_MS)
+    folded: list[RunRecord] = []
+    for record in journal.unfinished():
+        started = record.status == "running"
+        if started and record.joined_to is not None:
+            if _message_is_in(gateway, record):
+                folded.append(record)
+                continue
+            started = False  # its message never reached the run it joined: it is still to do
+        _apply_rule(gateway, recovery, record, started)
+    for record in folded:  # after the rules: their hosts' fate is known now
+        host = journal.get(record.joined_to or "")
+        if host is None or host.status == "interrupted":
+            recovery.interrupt(gateway, [(record, False)])  # the host's notice speaks for both
+        else:
+            recovery.followers.append(journal.requeue(record.run_id, follower=True) or record)
+            gateway.dedupe.put(f"{record.kind}:{record.run_id}", "accepted")
+    counts = recovery.summary()
+    if any(counts.values()):
+        log.warning(
+            "runs left unfinished by the last shutdown: %(requeued)d queued again, %(resumed)d resumed, "
+            "%(interrupted)d interrupted",
+            counts,
         )
-    if interrupted:
-        log.warning("%d accepted run(s) were interrupted by the last shutdown", len(interrupted))
-    return interrupted
+    return recovery
+
+
+def _apply_rule(gateway: GatewayContext, recovery: Recovery, record: RunRecord, started: bool) -> None:
+    rule = RULES.get(record.kind, UNKNOWN_KIND)
+    action = rule.started if started else rule.queued
+    if action != "interrupt" and request_for(gateway, record, resume=started) is not None:
+        updated = gateway.journal.requeue(record.run_id) or record
+        gateway.dedupe.put(f"{record.kind}:{record.run_id}", "accepted")
+        (recovery.cron if action == "job" else recovery.to_run).append((updated, started))
+        return
+    recovery.interrupt(gateway, [(record, started)])
+
+
+def _message_is_in(gateway: GatewayContext, record: RunRecord) -> bool:
+    """Whether a folded run's message reached its session's transcript."""
+    try:
+        ref = gateway.sessions.get(gateway.sessions.resolve_key(record.session_key))
+    except HomarusError:
+        return False
+    if ref is None:
+        return False
+    return resume_point(gateway.sessions.transcript_for(ref).read().entries, record.run_id).started
+
+
+def _interrupt(gateway: GatewayContext, record: RunRecord, rule: Rule, started: bool) -> None:
+    """Close the run's transcript (aborted tool calls, the notice) and tell its session and callers."""
+    if record.session_key is not None:
+        try:
+            key = gateway.sessions.resolve_key(record.session_key)
+            ref = gateway.sessions.get(key)
+            if ref is not None and started:
+                notice = interrupted_notice(rule.notice) if rule.notice else None
+                close_interrupted(gateway.sessions.transcript_for(ref), record.run_id, notice)
+                gateway.sessions.update_entry(key, {"status": "interrupted", "abortedLastRun": True})
+        except HomarusError:
+            log.warning("interrupted run %s names an unusable session %s", record.run_id, record.session_key)
+    gateway.dedupe.put(
+        f"{record.kind}:{record.run_id}",
+        "interrupted",
+        ok=False,
+        error={"code": "UNAVAILABLE", "message": rule.reason},
+    )
+
+
+def request_for(gateway: GatewayContext, record: RunRecord, *, resume: bool) -> RunRequest | None:
+    """The run request to submit ``record`` again, or None when the record cannot give one."""
+    try:
+        key = gateway.sessions.resolve_key(record.session_key)
+        if record.request is not None:
+            return RunRequest.from_json(record.request, key, resume=resume)
+        if record.kind == "hook":  # accepted by a version that kept only the webhook's params
+            from homarus.gateway.services.hook_runs import request_of
+
+            req = request_of(gateway, record.run_id, record.params)
+            req.resume = resume
+            return req
+    except (HomarusError, KeyError, TypeError, ValueError) as exc:
+        log.error("run %s cannot be submitted again: %s", record.run_id, exc)
+    return None
+
+
+async def resubmit(gateway: GatewayContext, recovery: Recovery) -> None:
+    """Submit the queued and resumed runs, in the order they were accepted (each session's lane is
+    FIFO, so a session's runs keep their order); folded runs wait for the run they joined."""
+    from homarus.gateway.services.hook_runs import run_and_deliver
+    from homarus.gateway.services.runs import run_and_finish
+
+    for record, started in recovery.to_run:
+        req = request_for(gateway, record, resume=started)
+        if req is None:  # checked in recover_runs; a session removed since then lands here
+            continue
+        if started:
+            log.warning("resuming run %s (%s) from its transcript", record.run_id, record.kind)
+        if record.kind == "hook":
+            _ = gateway.spawn(run_and_deliver(gateway, req, record.params))
+        else:
+            _ = gateway.spawn(run_and_finish(gateway, req, record.kind))
+    for record in recovery.followers:
+        _ = gateway.spawn(_follow(gateway, record))
+
+
+async def _follow(gateway: GatewayContext, record: RunRecord) -> None:
+    """End a folded run as the run it joined ends."""
+    from homarus.agents.runs import RunOutcome
+    from homarus.gateway.services.runs import record_end
+
+    host_id = record.joined_to or ""
+    host = await asyncio.to_thread(gateway.journal.get, host_id)
+    if host is not None and not host.terminal:
+        await gateway.run_events.wait(host_id, FOLLOW_TIMEOUT_S)
+        host = await asyncio.to_thread(gateway.journal.get, host_id)
+    if host is None or not host.terminal:
+        log.error("run %s: the run it joined (%s) did not end; it stays unfinished", record.run_id, host_id)
+        return
+    error = (host.error.get("message") or host.error.get("reason")) if isinstance(host.error, dict) else None
+    status = host.status if host.status in ("ok", "error", "timeout", "aborted") else "error"
+    outcome = RunOutcome(
+        record.run_id,
+        record.session_key or "",
+        status,  # type: ignore[arg-type]  # narrowed by the check above
+        started_at=record.started_at or host.started_at or 0,
+        ended_at=host.ended_at or 0,
+        error=error if status != "ok" else None,
+    )
+    payload = {**host.result, "runId": record.run_id} if isinstance(host.result, dict) else {"runId": record.run_id}
+    await record_end(gateway, record.kind, record.run_id, status, payload, outcome)

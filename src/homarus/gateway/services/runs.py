@@ -1,9 +1,10 @@
 """Running an accepted run, shared by every entry point (``agent``, ``chat.send``, webhooks, cron,
 heartbeat, the OpenAI-compatible API).
 
-:func:`start_run` writes the run to the journal before anyone is told it was accepted;
-:func:`run_and_finish` submits it to the runtime and records its end in the journal, the
-idempotency cache and the ``agent.wait`` snapshots.
+:func:`start_run` writes the run (with the request that can start it again) to the journal before
+anyone is told it was accepted; :func:`run_and_finish` submits it to the runtime, which records it
+as started when it really begins (``AgentRuntime.on_run_start``), and records its end in the
+journal, the idempotency cache and the ``agent.wait`` snapshots.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from homarus.errors import Unavailable
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
 
-__all__ = ["RunFailed", "final_payload", "run_and_finish", "start_run"]
+__all__ = ["RunFailed", "final_payload", "record_end", "run_and_finish", "start_run"]
 
 
 class RunFailed(Unavailable):
@@ -49,13 +50,13 @@ async def start_run(gateway: GatewayContext, req: RunRequest, kind: str, params:
         session_key=req.session_key.canonical,
         agent_id=req.session_key.agent_id,
         lane=req.lane,
+        request=req.to_json(),
     )
     return created, record
 
 
 async def run_and_finish(gateway: GatewayContext, req: RunRequest, kind: str) -> RunOutcome:
     """Run ``req`` through the runtime and record its end in the journal and the dedupe cache."""
-    await asyncio.to_thread(gateway.journal.mark_started, req.run_id)
     try:
         outcome = await gateway.runtime.submit(req)
     except Exception as exc:
@@ -68,22 +69,28 @@ async def run_and_finish(gateway: GatewayContext, req: RunRequest, kind: str) ->
             started_at=int(time.time() * 1000),
             ended_at=int(time.time() * 1000),
         )
-    payload = final_payload(outcome)
-    status = outcome.status if outcome.status != "aborted" else "aborted"
+    await record_end(gateway, kind, req.run_id, outcome.status, final_payload(outcome), outcome)
+    return outcome
+
+
+async def record_end(
+    gateway: GatewayContext, kind: str, run_id: str, status: str, payload: dict[str, Any], outcome: RunOutcome
+) -> None:
+    """Record the end of ``run_id``: the journal, the idempotency cache, ``agent.wait``. A run folded
+    into another ends with that run's ``outcome``."""
     await asyncio.to_thread(
         gateway.journal.finish,
-        req.run_id,
+        run_id,
         status,
         result=payload,
         error={"message": outcome.error} if outcome.error else None,
     )
-    ok = outcome.status != "error"
+    ok = status != "error"
     gateway.dedupe.put(
-        f"{kind}:{req.run_id}",
-        outcome.status,
+        f"{kind}:{run_id}",
+        status,
         ok=ok,
         payload=payload,
         error=None if ok else {"code": "UNAVAILABLE", "message": outcome.error or "run failed"},
     )
-    gateway.run_events.finished(req.run_id, outcome.status, outcome.started_at, outcome.ended_at, outcome.error)
-    return outcome
+    gateway.run_events.finished(run_id, status, outcome.started_at, outcome.ended_at, outcome.error)
