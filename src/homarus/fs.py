@@ -1,8 +1,9 @@
-"""Crash-safe file writes shared by every store (config, tokens, sessions).
+"""Crash-safe files shared by every store (config, tokens, sessions, the SQLite journals).
 
 A reader must never see half a file: data goes to a temp file in the same directory,
 is fsynced, then renamed over the target, and the directory is fsynced so the rename
-itself survives a power cut.
+itself survives a power cut. Durable SQLite state (the run journal, the channel store) is opened
+by :func:`open_durable_sqlite` with the same guarantees.
 """
 
 from __future__ import annotations
@@ -10,10 +11,28 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import sqlite3
 import tempfile
 from pathlib import Path
 
-__all__ = ["atomic_write", "atomic_write_at", "ensure_private_dir"]
+__all__ = ["atomic_write", "atomic_write_at", "ensure_private_dir", "open_durable_sqlite"]
+
+
+def open_durable_sqlite(path: Path) -> sqlite3.Connection:
+    """A SQLite database for state that must survive anything once committed.
+
+    Created 0600 first (SQLite gives its ``-wal`` and ``-shm`` files the database file's mode);
+    WAL mode; ``synchronous=FULL`` (the WAL is fsynced at every commit, so what was acknowledged
+    survives a power cut); autocommit (callers ``BEGIN`` their own transactions); shared with
+    worker threads (callers serialize access with a lock).
+    """
+    ensure_private_dir(path.parent)
+    os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=FULL")
+    db.execute("PRAGMA busy_timeout=10000")
+    return db
 
 
 def ensure_private_dir(path: Path) -> Path:

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
 
+from tests.fakes.http_wire import read_request
+
 __all__ = ["FakeLLM", "Garbage", "HttpError", "RecordedRequest", "Reply", "Step", "run_fake_llm"]
 
 
@@ -352,22 +354,7 @@ def _last_user_text(body: Any, anthropic: bool) -> str:
 
 # -- raw HTTP/1.1 ------------------------------------------------------------------------------------
 async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest:
-    head = await reader.readuntil(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    method, target, _version = lines[0].split(" ", 2)
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if ":" in line:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        body = b""
-        while size := int((await reader.readuntil(b"\r\n")).strip().split(b";")[0], 16):
-            body += await reader.readexactly(size)
-            await reader.readexactly(2)
-        await reader.readuntil(b"\r\n")
-    else:
-        body = await reader.readexactly(int(headers.get("content-length", "0")))
+    method, target, headers, body = await read_request(reader)
     try:
         parsed = json.loads(body) if body else None
     except ValueError:

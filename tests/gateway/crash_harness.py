@@ -7,7 +7,6 @@ crash is read straight from the files: the run journal and the session transcrip
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import os
@@ -15,8 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,17 +149,6 @@ async def operator(gw: GatewayProcess) -> Client:
     client = await open_client(gw.url)
     assert (await client.handshake(TOKEN))["ok"]
     return client
-
-
-async def wait_for(check: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
 
 
 def text_of(message: dict[str, Any]) -> str:

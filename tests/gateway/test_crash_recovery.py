@@ -26,8 +26,8 @@ from tests.gateway.crash_harness import (
     post_hook,
     text_of,
     user_texts,
-    wait_for,
 )
+from tests.waiting import wait_for
 
 SLOW = 120.0  # a model answer that never comes before the kill
 

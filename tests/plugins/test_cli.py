@@ -64,13 +64,15 @@ def test_list(state: Path) -> None:
     table = {row.split()[0]: row.split()[1:] for row in rows}
     assert table == {
         "builtin-tools": ["bundled", "loaded", "0.1.0", "0"],
+        "channels": ["bundled", "loaded", "0.1.0", "0"],
+        "telegram": ["bundled", "loaded", "0.1.0", "0"],
         "broken": ["global", "error", "-", "1"],
         "good": ["global", "loaded", "1.0.0", "0"],
         "greedy": ["global", "loaded", "-", "1"],
     }
     rows_json = json_out(cli(state, "list", "--json"))
-    assert [r["id"] for r in rows_json] == ["builtin-tools", "broken", "good", "greedy"]
-    assert rows_json[2] == {
+    assert [r["id"] for r in rows_json] == ["builtin-tools", "channels", "telegram", "broken", "good", "greedy"]
+    assert rows_json[4] == {
         "id": "good",
         "name": "Good",
         "version": "1.0.0",
@@ -104,7 +106,7 @@ def test_info(state: Path) -> None:
         "id": "broken",
         "configSchema": {"type": "object"},
         "entry": "plugin.py",
-        "contracts": {"tools": []},
+        "contracts": {"tools": [], "channels": []},
     }
     assert data["diagnostics"] == [
         {
@@ -121,7 +123,7 @@ def test_info(state: Path) -> None:
 def test_doctor_and_enable_disable(state: Path) -> None:
     doctor = cli(state, "doctor")
     assert doctor.returncode == 1, doctor.stdout + doctor.stderr
-    assert "4 plugin(s): 1 error, 3 loaded" in doctor.stdout
+    assert "6 plugin(s): 1 error, 5 loaded" in doctor.stdout
     assert (
         "error: [broken] plugin failed during register: import raised ImportError('missing dependency')"
         in doctor.stdout

@@ -60,7 +60,7 @@ def test_bundled_cannot_be_shadowed_by_loose_directories(tmp_path: Path) -> None
     loaded = load(tmp_path, {}, bundled=BUNDLED_PLUGINS)
     rec = loaded.registry.get("builtin-tools")
     assert rec is not None and (rec.origin, rec.status) == ("bundled", "loaded")
-    assert loaded.tools.names() == ["current_time", "session_status"]
+    assert loaded.tools.names() == ["current_time", "message", "session_status"]
     assert rec.registrations.tools == ["current_time", "session_status"]
     assert any("duplicate plugin id 'builtin-tools'" in m for m in loaded.messages("builtin-tools", "warn"))
 
@@ -68,7 +68,7 @@ def test_bundled_cannot_be_shadowed_by_loose_directories(tmp_path: Path) -> None
 def test_plugins_disabled_skips_discovery_but_keeps_bundled(tmp_path: Path) -> None:
     make_plugin(tmp_path / "extensions", "g")
     loaded = load(tmp_path, {"enabled": False}, bundled=BUNDLED_PLUGINS)
-    assert list(loaded.registry.records) == ["builtin-tools"]
+    assert list(loaded.registry.records) == ["builtin-tools", "channels", "telegram"]
 
 
 def test_pinned_path_errors(tmp_path: Path) -> None:
@@ -105,6 +105,8 @@ def test_allow_deny_and_entry_enabled(tmp_path: Path) -> None:
     )
     assert {i: r.status for i, r in loaded.registry.records.items()} == {
         "builtin-tools": "loaded",  # bundled features are exempt from the allow list
+        "channels": "loaded",
+        "telegram": "loaded",
         "a": "loaded",
         "b": "disabled",
         "c": "disabled",
@@ -118,7 +120,7 @@ def test_allow_deny_and_entry_enabled(tmp_path: Path) -> None:
 
     denied_bundled = load(tmp_path, {"deny": ["builtin-tools"]}, bundled=BUNDLED_PLUGINS)
     assert denied_bundled.status("builtin-tools") == "disabled"
-    assert denied_bundled.tools.names() == []
+    assert denied_bundled.tools.names() == ["message"]  # the channels plugin's tool remains
 
 
 def test_stale_config_entries_warn(tmp_path: Path) -> None:

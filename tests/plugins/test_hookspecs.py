@@ -594,7 +594,7 @@ async def test_before_install_fails_closed_on_error() -> None:
 # -- claim and sync kinds --------------------------------------------------------------------------
 async def test_claim_hooks_stop_at_the_first_handled() -> None:
     claims = [n for n, s in HOOKS.items() if s.kind == "claim"]
-    assert claims == ["before_agent_reply"]
+    assert claims == ["inbound_claim", "before_agent_reply"]
     log: list[str] = []
     runner = runner_with(
         "before_agent_reply",

@@ -94,6 +94,7 @@ async def test_failures_are_isolated_and_rolled_back(tmp_path: Path) -> None:
         "commands": ["d"],
         "providers": ["d-llm"],
         "services": ["d-svc"],
+        "channels": [],
     }
     outcome = await loaded.runner.modify("before_tool_call", BeforeToolCallEvent("t", {}), tool_name="t")
     assert (outcome.result.block, outcome.result.block_reason, outcome.decided_by) == (True, "d", "d-good")

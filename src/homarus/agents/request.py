@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from homarus.messages import ImageContent, TextContent
-from homarus.sessions.keys import SessionKey
+from homarus.sessions.keys import SessionKey, parse_session_key
 
 __all__ = ["QueueMode", "RunRequest", "request_content"]
 
@@ -34,6 +34,12 @@ class RunRequest:
     resume: bool = False
     #: other accepted runs whose messages this run carries (a ``collect`` batch): they start with it
     joined: list[str] = field(default_factory=list)
+    #: the session key whose sandbox and tool policy apply, when not the session's own: a chat
+    #: message from anyone but an owner runs under a non-main key even in the main session
+    policy_key: SessionKey | None = None
+    #: the entry point delivers the reply itself (a chat channel: its outbox, its own
+    #: ``message_received`` / ``message_sending`` / ``message_sent`` hooks per message)
+    external_delivery: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """What the run journal keeps so the run can be submitted again after a restart."""
@@ -53,6 +59,8 @@ class RunRequest:
             "channel": self.channel,
             "queueMode": self.queue_mode,
             "origin": self.origin,
+            "policyKey": self.policy_key.canonical if self.policy_key is not None else None,
+            "externalDelivery": True if self.external_delivery else None,
         }
         out.update({k: v for k, v in optional.items() if v is not None})
         return out
@@ -76,6 +84,8 @@ class RunRequest:
             trigger=str(data.get("trigger") or "user"),
             origin=data.get("origin"),
             resume=resume,
+            policy_key=parse_session_key(str(data["policyKey"])) if data.get("policyKey") else None,
+            external_delivery=bool(data.get("externalDelivery")),
         )
 
 

@@ -95,6 +95,8 @@ class AgentRuntime:
         self.system_events: Callable[[str], list[dict[str, Any]]] | None = None
         #: the sandbox a session's tools run in (None, or returning None: unsandboxed)
         self.sandbox_for: Callable[[SessionKey], SandboxView | None] | None = None
+        #: narrows the tools of a run asked for by someone other than an owner (``policy_key``)
+        self.untrusted_filter: Callable[[SessionKey, set[str]], set[str]] | None = None
         #: operator hooks for ``agent:bootstrap`` (may change the bootstrap file list)
         self.bootstrap_hook: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
         #: awaited with a run that begins executing now (its lane slot was taken) and the runs
@@ -260,12 +262,13 @@ class AgentRuntime:
         active.audit = audit
         hooks = RuntimeHooks(self.hooks, ctx, self.spawn, abort=active.abort, approve=self.approve, audit=audit)
         phases = RunPhases(hooks)
-        hooks.fire(
-            "message_received",
-            ev.MessageReceivedEvent(
-                req.message, channel=req.channel, session_key=key.canonical, run_id=req.run_id, context=ctx
-            ),
-        )
+        if not req.external_delivery:  # a chat channel fires it per message, with its own context
+            hooks.fire(
+                "message_received",
+                ev.MessageReceivedEvent(
+                    req.message, channel=req.channel, session_key=key.canonical, run_id=req.run_id, context=ctx
+                ),
+            )
         if ref.created:
             hooks.fire("session_start", ev.SessionStartEvent(ref.entry.session_id, key.canonical, context=ctx))
         override = await phases.resolve_model(req.message)
@@ -273,9 +276,13 @@ class AgentRuntime:
         entry_ids: dict[int, str] = {id(m): i for m, i in zip(history, ids, strict=True) if i}
         tools = {t.name: t for t in self.tools.tools()}
         candidates = setup.model_chain(self.models, cfg, key, req.model or override, ref.entry.model_override)
+        policy_key = req.policy_key or key
         if self.tool_filter is not None:
-            allowed = self.tool_filter(key, candidates[0].info.provider, candidates[0].info.id)
+            allowed = self.tool_filter(policy_key, candidates[0].info.provider, candidates[0].info.id)
             tools = {n: t for n, t in tools.items() if n in allowed}
+        if req.policy_key is not None and self.untrusted_filter is not None:
+            kept = self.untrusted_filter(req.policy_key, set(tools))
+            tools = {n: t for n, t in tools.items() if n in kept}
         if cfg.tools.lazy_schemas and tools:
             schema_tool = tool_schema_tool(tools)
             tools = {**tools, schema_tool.name: schema_tool}
@@ -354,7 +361,7 @@ class AgentRuntime:
             system_prompt=changes.system_prompt,
             tools=tools,
             make_tool_context=lambda call_id: self.tool_context(
-                key, req.run_id, call_id, ws, active.abort, skills.read_roots if skills else None
+                key, req.run_id, call_id, ws, active.abort, skills.read_roots if skills else None, policy_key
             ),
             abort=active.abort,
             emit=stream_tap(self.raw_stream, req.run_id, translator.handle) if self.raw_stream else translator.handle,
@@ -448,7 +455,8 @@ class AgentRuntime:
             outcome = failed_outcome(req, active, error)
         else:
             outcome = run_outcome(req, active, final, model_ref, self._config().agents.defaults.timeout_seconds)
-        if phases is not None and outcome.status == "ok" and outcome.text and not outcome.silent:
+        deliver_here = phases is not None and not req.external_delivery
+        if deliver_here and phases is not None and outcome.status == "ok" and outcome.text and not outcome.silent:
             to = req.channel or "webchat"
             content = await phases.sending(to, outcome.text)
             if content is None:
@@ -546,13 +554,14 @@ class AgentRuntime:
         workspace: Path,
         abort: asyncio.Event,
         skill_roots: frozenset[str] | None = None,
+        sandbox_key: SessionKey | None = None,
     ) -> ToolContext:
         """A tool call's context; a sandboxed session's tools see the sandbox's workspace.
 
         ``skill_roots`` (the real dirs of the skills this run's prompt lists) is lent to the
         file tools as ``services["skills"]``: ``read`` may open files inside them, nowhere else.
         """
-        view = self.sandbox_for(key) if self.sandbox_for is not None else None
+        view = self.sandbox_for(sandbox_key or key) if self.sandbox_for is not None else None
         ws = view.root if view is not None else workspace
         services = {**self.services, "skills": skill_roots} if skill_roots else self.services
         if self.memory_for is not None:

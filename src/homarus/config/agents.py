@@ -21,6 +21,7 @@ __all__ = [
     "AgentsConfig",
     "AgentsDefaults",
     "CompactionConfig",
+    "InboundConfig",
     "MessagesConfig",
     "ModelChoice",
     "QueueConfig",
@@ -175,5 +176,19 @@ class QueueConfig(ConfigModel):
     drop: Literal["summarize", "old", "new"] = "summarize"
 
 
+class InboundConfig(ConfigModel):
+    """Chat messages from one sender that arrive close together become one agent turn."""
+
+    #: the quiet window that ends a burst (0: every message is its own turn)
+    debounce_ms: int = Field(300, ge=0, le=60_000)
+    #: per channel id, overriding ``debounceMs``
+    by_channel: dict[str, int] = Field(default_factory=dict, max_length=100)
+
+    def debounce_for(self, channel: str) -> int:
+        value = self.by_channel.get(channel, self.debounce_ms)
+        return max(0, min(60_000, int(value)))
+
+
 class MessagesConfig(ConfigModel):
     queue: QueueConfig = Field(default_factory=QueueConfig)
+    inbound: InboundConfig = Field(default_factory=InboundConfig)

@@ -24,6 +24,7 @@ from pydantic_core import InitErrorDetails
 if TYPE_CHECKING:
     from homarus.config.agents import AgentsConfig, MessagesConfig
     from homarus.config.automation import HooksConfig
+    from homarus.config.channels import Bindings, ChannelsConfig, CommandsConfig
     from homarus.config.cron import CronConfig
     from homarus.config.gateway import GatewayConfig
     from homarus.config.models import ModelsConfig
@@ -48,6 +49,9 @@ SECTIONS: Final[dict[str, str]] = {
     "logging": "homarus.config.observability:LoggingConfig",
     "cron": "homarus.config.cron:CronConfig",
     "skills": "homarus.config.skills:SkillsConfig",
+    "channels": "homarus.config.channels:ChannelsConfig",
+    "bindings": "homarus.config.channels:Bindings",
+    "commands": "homarus.config.channels:CommandsConfig",
 }
 #: editor hint, ignored by the gateway (JSON Schema URL)
 SCHEMA_KEY: Final = "$schema"
@@ -94,7 +98,26 @@ class HomarusConfig:
         config = cls(schema if isinstance(schema, str) else None, **sections)
         if "hooks" in sections and "gateway" in sections:
             config._check_hook_token()
+        if "bindings" in sections or "channels" in sections:
+            config._check_agent_refs()
         return config
+
+    def _check_agent_refs(self) -> None:
+        """Bindings and forum topics name agents that exist (a typo would route to nobody)."""
+        known = set(self.agents.ids)
+        errors: list[InitErrorDetails] = []
+        for i, binding in enumerate(self.bindings):
+            if binding.agent_id not in known:
+                errors.append(_unknown_agent(("bindings", i, "agentId"), binding.agent_id))
+        for channel_id, channel in self.channels.configured().items():
+            for account_id in channel.account_ids():
+                for group_id, group in (channel.account(account_id).get("groups") or {}).items():
+                    for topic_id, topic in group.topics.items():
+                        if topic.agent_id is not None and topic.agent_id not in known:
+                            loc = ("channels", channel_id, "groups", group_id, "topics", topic_id, "agentId")
+                            errors.append(_unknown_agent(loc, topic.agent_id))
+        if errors:
+            raise _validation_error(errors)
 
     def _check_hook_token(self) -> None:
         hook, gw = self.hooks.token, self.gateway.auth.token
@@ -103,6 +126,10 @@ class HomarusConfig:
                 "hooks.token must differ from gateway.auth.token (a leaked webhook secret must not open the gateway)"
             )
             raise _validation_error([{"type": "value_error", "loc": (), "input": None, "ctx": {"error": message}}])
+
+    def present(self, name: str) -> bool:
+        """Whether the file has the section ``name`` (reading a section builds its defaults)."""
+        return name in self._sections
 
     def section(self, name: str) -> BaseModel:
         """The section ``name`` (its defaults, built now, when the file does not have it)."""
@@ -173,6 +200,23 @@ class HomarusConfig:
     @property
     def skills(self) -> SkillsConfig:
         return self.section("skills")  # type: ignore[return-value]
+
+    @property
+    def channels(self) -> ChannelsConfig:
+        return self.section("channels")  # type: ignore[return-value]
+
+    @property
+    def bindings(self) -> Bindings:
+        return self.section("bindings")  # type: ignore[return-value]
+
+    @property
+    def commands(self) -> CommandsConfig:
+        return self.section("commands")  # type: ignore[return-value]
+
+
+def _unknown_agent(loc: tuple[str | int, ...], agent_id: str) -> InitErrorDetails:
+    message = f"unknown agent id {agent_id!r} (not in agents.list)"
+    return {"type": "value_error", "loc": loc, "input": agent_id, "ctx": {"error": message}}
 
 
 def _nested(section: str, exc: ValidationError) -> list[InitErrorDetails]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from homarus.config.base import ConfigModel
 from homarus.config.values import parse_duration_ms
@@ -27,4 +28,25 @@ class SessionMaintenance(ConfigModel):
 class SessionConfig(ConfigModel):
     main_key: str = Field("main", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
     scope: Literal["per-sender", "global"] = "per-sender"
+    #: where chat DMs land: the agent's main session (``main``), or one session per sender
+    #: (``per-peer``), per channel and sender, or per account, channel and sender
+    dm_scope: Literal["main", "per-peer", "per-channel-peer", "per-account-channel-peer"] = "main"
+    #: one person's ids on several channels, so they share a DM session: ``{"alice":
+    #: ["telegram:123", "discord:456"]}`` (the name replaces the sender id in the session key)
+    identity_links: dict[str, tuple[str, ...]] = Field(default_factory=dict, max_length=1000)
     maintenance: SessionMaintenance = Field(default_factory=SessionMaintenance)
+
+    @field_validator("identity_links")
+    @classmethod
+    def _links(cls, v: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        seen: dict[str, str] = {}
+        for name, ids in v.items():
+            if not re.fullmatch(r"[a-z0-9][a-z0-9_.-]{0,63}", name):
+                raise ValueError(f"identity name {name!r} must match [a-z0-9][a-z0-9_.-]{{0,63}}")
+            for raw in ids:
+                if ":" not in raw:
+                    raise ValueError(f"{name}: {raw!r} is not '<channel>:<senderId>'")
+                if raw.lower() in seen:
+                    raise ValueError(f"{raw!r} is linked to both {seen[raw.lower()]!r} and {name!r}")
+                seen[raw.lower()] = name
+        return v

@@ -140,6 +140,10 @@ class Gateway(LazyServices):
             await asyncio.to_thread(self.recovery.interrupt, self, self.recovery.cron)
         if has_memory_files(self.workspace_dir(self.config.agents.default_id)):
             self.memory.index_at_startup()
+        if self.config.present("channels"):
+            from homarus.gateway.services.channels import start_channels
+
+            await start_channels(self)
         await resubmit(self, self.recovery)
         if self.built("extensions"):
             await self.plugins.start_services()
@@ -193,6 +197,10 @@ class Gateway(LazyServices):
                 self.runtime.abort(run.session_key, origin="shutdown")
         if self._background:
             await asyncio.wait(list(self._background), timeout=2.0)
+        if self.built("channels"):
+            from homarus.gateway.services.channels import stop_channels
+
+            await stop_channels(self)
         for task in self._tasks:
             task.cancel()
         self.bus.broadcast("shutdown", {"reason": reason, "restartExpectedMs": restart_expected_ms})

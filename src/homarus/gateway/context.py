@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from homarus.gateway.router import MethodRegistry
     from homarus.gateway.services.auth import GatewayAuth
     from homarus.gateway.services.build import Extensions
+    from homarus.gateway.services.channels import ChannelService
     from homarus.gateway.services.exec_approvals import ExecApprovals
     from homarus.gateway.services.heartbeat import Heartbeats
     from homarus.gateway.services.memory import MemoryHub
@@ -121,6 +122,7 @@ class GatewayContext(Protocol):
     cron: CronService
     plugin_approvals: ApprovalManager
     exec_approvals: ExecApprovals
+    channels: ChannelService
     audit_log: AuditLog
     raw_stream_log: AuditLog
 

@@ -68,6 +68,10 @@ def _routes(gateway: Gateway) -> list[BaseRoute]:
         LazyMount("/v1", _HTTP + "openai_chat:openai_routes", gateway),
         LazyMount(lambda: gateway.config.hooks.path, _HTTP + "hooks:hooks_routes", gateway),
     ]
+    if gateway.config.present("channels"):
+        from homarus.gateway.http.channel_webhooks import ChannelWebhooks
+
+        routes.append(ChannelWebhooks(gateway))
     if gateway.built("extensions"):
         from homarus.gateway.http.plugin_routes import plugin_routes
 

@@ -26,6 +26,7 @@ from homarus.plugins.registry import (
     MethodHandler,
     NextTurnInjection,
     Placement,
+    PluginChannel,
     PluginCommand,
     PluginMethod,
     PluginProvider,
@@ -50,6 +51,7 @@ _METHOD_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,127}$")
 _SCOPE = re.compile(r"^operator\.[a-z][a-z.]{0,63}$")
 _COMMAND_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _PROVIDER_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+_CHANNEL_ID = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _SERVICE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 _ROUTE_PATH = re.compile(r"^/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*$")
 
@@ -343,6 +345,26 @@ class PluginApi:
                 return self._diag("error", f"provider {provider_id!r}: invalid model entry {model!r}")
         self._registry.providers[provider_id] = PluginProvider(provider_id, provider, tuple(infos), self.id)
         self._record.registrations.providers.append(provider_id)
+        return True
+
+    def register_channel(self, spec: Any) -> bool:
+        """Add a chat channel: a ``homarus.channels.adapter.ChannelSpec`` (``id``, ``label``,
+        ``capabilities``, ``factory(ctx)`` building one running account). The id must be in the
+        manifest's ``contracts.channels``; one plugin owns a channel id."""
+        if not self._check_open("register_channel"):
+            return False
+        channel_id = getattr(spec, "id", None)
+        if not isinstance(channel_id, str) or not _CHANNEL_ID.match(channel_id):
+            return self._diag("error", f"channel registration failed: invalid id {channel_id!r}")
+        if channel_id not in self._manifest.contracts.channels:
+            return self._diag("error", f"plugin must declare contracts.channels for: {channel_id}")
+        if not callable(getattr(spec, "factory", None)) or getattr(spec, "capabilities", None) is None:
+            return self._diag("error", f"channel {channel_id!r} needs capabilities and a factory(ctx)")
+        prior = self._registry.channels.get(channel_id)
+        if prior is not None:
+            return self._diag("error", f"channel {channel_id!r} already registered by {prior.plugin_id!r}")
+        self._registry.channels[channel_id] = PluginChannel(channel_id, spec, self.id)
+        self._record.registrations.channels.append(channel_id)
         return True
 
     def register_service(

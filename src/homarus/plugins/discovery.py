@@ -58,7 +58,11 @@ class BundledPlugin:
 
 
 #: imported by name (like entry points), so this low layer does not import the features it lists
-BUNDLED_PLUGINS: tuple[BundledPlugin, ...] = (BundledPlugin("homarus.tools.builtin"),)
+BUNDLED_PLUGINS: tuple[BundledPlugin, ...] = (
+    BundledPlugin("homarus.tools.builtin"),
+    BundledPlugin("homarus.channels.plugin"),
+    BundledPlugin("homarus.channels.telegram.plugin"),
+)
 
 
 @dataclass(slots=True)

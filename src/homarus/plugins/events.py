@@ -36,11 +36,14 @@ __all__ = [
     "BeforeResetEvent",
     "BeforeToolCallEvent",
     "BeforeToolCallResult",
+    "ChannelPairingRequestedEvent",
     "CronChangedEvent",
     "GatewayStartEvent",
     "GatewayStopEvent",
     "HeartbeatPromptContributionEvent",
     "HookContext",
+    "InboundClaimEvent",
+    "InboundClaimResult",
     "LlmInputEvent",
     "LlmOutputEvent",
     "MessageReceivedEvent",
@@ -91,6 +94,42 @@ class MessageReceivedEvent:
     session_key: str | None = None
     run_id: str | None = None
     timestamp: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    context: HookContext = _CTX
+
+
+@dataclass(slots=True)
+class InboundClaimEvent:
+    """A chat message an admitted sender sent, before commands and the agent: a plugin may own it."""
+
+    content: str
+    channel: str
+    account_id: str | None = None
+    conversation_id: str | None = None
+    sender_id: str | None = None
+    thread_id: str | None = None
+    message_id: str | None = None
+    is_group: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    context: HookContext = _CTX
+
+
+@dataclass(slots=True)
+class InboundClaimResult:
+    """First ``handled`` wins: the message goes no further; ``reply`` is sent back to the chat."""
+
+    handled: bool = False
+    reply: str | None = None
+
+
+@dataclass(slots=True)
+class ChannelPairingRequestedEvent:
+    """An unknown sender got a DM pairing code (observation: the owner may want to be told)."""
+
+    channel: str
+    sender_id: str
+    code: str
+    account_id: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     context: HookContext = _CTX
 

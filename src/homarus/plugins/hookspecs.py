@@ -184,6 +184,8 @@ def _chain_field(name: str) -> ChainFn:
 
 _PROMPT = ("prepend_context", "append_context", "prepend_system_context", "append_system_context")
 _SPECS = [
+    HookSpec("inbound_claim", "claim", ev.InboundClaimEvent, ev.InboundClaimResult),
+    HookSpec("channel_pairing_requested", "void", ev.ChannelPairingRequestedEvent, default_timeout_ms=2_000),
     HookSpec("message_received", "void", ev.MessageReceivedEvent),
     HookSpec(
         "before_model_resolve",
@@ -304,6 +306,7 @@ HOOKS: dict[str, HookSpec] = {s.name: s for s in _SPECS}
 #: hooks that see conversation content: non-bundled plugins need allowConversationAccess
 CONVERSATION_HOOKS = frozenset(
     {
+        "inbound_claim",
         "before_model_resolve",
         "before_agent_reply",
         "llm_input",

@@ -48,6 +48,8 @@ class PluginContracts(_ManifestModel):
     """What the plugin claims to own; registrations outside the contract are refused."""
 
     tools: tuple[str, ...] = ()
+    #: chat channel ids the plugin registers (``register_channel``)
+    channels: tuple[str, ...] = ()
 
 
 class PluginManifest(_ManifestModel):

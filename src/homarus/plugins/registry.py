@@ -28,6 +28,7 @@ __all__ = [
     "NextTurnInjection",
     "Origin",
     "Placement",
+    "PluginChannel",
     "PluginCommand",
     "PluginMethod",
     "PluginProvider",
@@ -85,6 +86,7 @@ class Registrations:
     commands: list[str] = field(default_factory=list)
     providers: list[str] = field(default_factory=list)
     services: list[str] = field(default_factory=list)
+    channels: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, list[str]]:
         return asdict(self)
@@ -177,6 +179,16 @@ class PluginProvider:
 
 
 @dataclass(frozen=True, slots=True)
+class PluginChannel:
+    """A chat channel (a ``homarus.channels.adapter.ChannelSpec``; duck-typed here: the channel
+    layer sits above the plugins layer)."""
+
+    channel_id: str
+    spec: Any
+    plugin_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class PluginService:
     """Background work started with the gateway and stopped (in reverse order) with it."""
 
@@ -255,6 +267,7 @@ class PluginRegistry:
         self.commands: dict[str, PluginCommand] = {}
         self.providers: dict[str, PluginProvider] = {}
         self.services: dict[str, PluginService] = {}
+        self.channels: dict[str, PluginChannel] = {}
         #: tool name → plugin id (the tools themselves live in the shared tool registry)
         self.tool_owners: dict[str, str] = {}
         #: hook point for the next-turn injection queue: while None, injections are refused
@@ -304,6 +317,7 @@ class PluginRegistry:
         self.commands = {k: v for k, v in self.commands.items() if v.plugin_id != plugin_id}
         self.providers = {k: v for k, v in self.providers.items() if v.plugin_id != plugin_id}
         self.services = {k: v for k, v in self.services.items() if v.plugin_id != plugin_id}
+        self.channels = {k: v for k, v in self.channels.items() if v.plugin_id != plugin_id}
         tools = [name for name, owner in self.tool_owners.items() if owner == plugin_id]
         for name in tools:
             del self.tool_owners[name]

@@ -19,8 +19,6 @@ returns the stored record instead of creating another run.
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
 import threading
 import time
 from collections.abc import Sequence
@@ -28,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from homarus.fs import ensure_private_dir
+from homarus.fs import open_durable_sqlite
 
 __all__ = ["RunJournal", "RunRecord"]
 
@@ -107,16 +105,9 @@ class RunJournal:
     """Thread-safe; each call is one short transaction."""
 
     def __init__(self, path: Path) -> None:
-        ensure_private_dir(path.parent)
         self.path = path
         self._lock = threading.Lock()
-        # create it 0600 first: SQLite gives its -wal and -shm files the database file's mode
-        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
-        self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # FULL: the WAL is fsynced at every commit, so an acknowledged run survives power loss.
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute("PRAGMA busy_timeout=10000")
+        self._db = open_durable_sqlite(path)  # an acknowledged run survives power loss
         self._db.executescript(_SCHEMA)
         present = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
         for name, definition in _ADDED_COLUMNS:

@@ -15,7 +15,7 @@ from homarus.security.auth import secrets_equal
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
 
-__all__ = ["BodyError", "bearer_auth", "json_error", "read_json_body"]
+__all__ = ["BodyError", "bearer_auth", "json_error", "read_body", "read_json_body"]
 
 BODY_TIMEOUT_S = 30.0
 
@@ -60,8 +60,8 @@ def bearer_auth(gateway: GatewayContext, request: Request) -> Response | None:
     return JSONResponse({"error": {"message": "Unauthorized", "type": "unauthorized"}}, status_code=401)
 
 
-async def read_json_body(request: Request, max_bytes: int) -> Any:
-    """The JSON body (empty = {}), or BodyError 413 (too large), 408 (too slow), 400 (not JSON)."""
+async def read_body(request: Request, max_bytes: int) -> bytes:
+    """The raw body, or BodyError 413 (too large, declared or streamed) or 408 (slower than 30 s)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise BodyError(413, "Payload too large")
@@ -76,7 +76,12 @@ async def read_json_body(request: Request, max_bytes: int) -> Any:
                 chunks.append(chunk)
     except TimeoutError:
         raise BodyError(408, "Request body timeout") from None
-    raw = b"".join(chunks)
+    return b"".join(chunks)
+
+
+async def read_json_body(request: Request, max_bytes: int) -> Any:
+    """The JSON body (empty = {}), or BodyError 413 (too large), 408 (too slow), 400 (not JSON)."""
+    raw = await read_body(request, max_bytes)
     if not raw.strip():
         return {}
     try:

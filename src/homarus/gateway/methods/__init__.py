@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Final
 
 from homarus.gateway.router import LazyMethod
-from homarus.security.scopes import ADMIN, APPROVALS, READ, WRITE
+from homarus.security.scopes import ADMIN, APPROVALS, PAIRING, READ, WRITE
 
 if TYPE_CHECKING:
     from homarus.gateway.router import MethodRegistry
@@ -76,6 +76,18 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("exec.approval.list", _P + "exec_approvals:approval_list", APPROVALS),
     _M("exec.approval.waitDecision", _P + "exec_approvals:approval_wait", APPROVALS, "WaitParams"),
     _M("exec.approval.resolve", _P + "exec_approvals:approval_resolve", APPROVALS, "ResolveParams"),
+    _M("channels.status", _P + "channels:channels_status", READ, "StatusParams"),
+    _M("channels.start", _P + "channels:channels_start", ADMIN, "AccountParams"),
+    _M("channels.stop", _P + "channels:channels_stop", ADMIN, "AccountParams"),
+    _M("channels.logout", _P + "channels:channels_logout", ADMIN, "AccountParams"),
+    _M("channels.pairing.list", _P + "channels:pairing_list", PAIRING, "PairingListParams"),
+    # operator.pairing, plus operator.admin with bootstrapCommandOwner (checked in the handler)
+    _M("channels.pairing.approve", _P + "channels:pairing_approve", PAIRING, "PairingApproveParams"),
+    _M("channels.pairing.dismiss", _P + "channels:pairing_dismiss", PAIRING, "PairingDismissParams"),
+    _M("channels.outbox.list", _P + "channels:outbox_list", READ, "OutboxListParams", advertised=False),
+    _M("channels.outbox.replay", _P + "channels:outbox_replay", ADMIN, "OutboxItemParams", advertised=False),
+    _M("channels.outbox.drop", _P + "channels:outbox_drop", ADMIN, "OutboxItemParams", advertised=False),
+    _M("send", _P + "channels:send", WRITE, "SendParams"),
 )
 
 

@@ -13,6 +13,7 @@ from homarus.agents.runtime import AgentRuntime
 from homarus.gateway.services.approvals import approve_tool_call
 from homarus.gateway.services.cron_access import LazyCron
 from homarus.gateway.services.memory_access import memory_for, session_started
+from homarus.gateway.services.policy import HOST_TOOLS
 from homarus.gateway.services.skills import plugin_skill_dirs
 
 if TYPE_CHECKING:
@@ -44,6 +45,7 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         exec_approvals=gw.exec_approvals.approver(),
         skill_dirs=lambda: plugin_skill_dirs(gw),
         cron=LazyCron(gw),
+        channels=lambda: gw.channels if gw.config.present("channels") else None,
     )
     runtime.system_events = gw.heartbeats.events.drain
     runtime.memory_for = lambda agent_id: memory_for(gw, agent_id)
@@ -66,8 +68,21 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
     async def on_run_start(run_id: str, joined: list[str]) -> None:
         await asyncio.to_thread(gw.journal.mark_started, run_id, joined)
 
+    def untrusted_filter(key: SessionKey, names: set[str]) -> set[str]:
+        if sandbox_for(key) is not None:
+            return names  # sandboxed: its tools touch the sandbox, not the gateway's host
+        return names - HOST_TOOLS
+
     runtime.on_run_start = on_run_start
+    runtime.untrusted_filter = untrusted_filter
     runtime.sandbox_for = sandbox_for
-    runtime.tool_filter = lambda key, provider, model: gw.tool_access.names_for(key, provider=provider, model=model)
+
+    def tool_filter(key: SessionKey, provider: str | None, model: str | None) -> set[str]:
+        names = gw.tool_access.names_for(key, provider=provider, model=model)
+        if not gw.config.present("channels"):
+            names.discard("message")  # nothing to send to: not worth its bytes in every prompt
+        return names
+
+    runtime.tool_filter = tool_filter
     runtime.bootstrap_hook = bootstrap_hook
     return runtime

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from homarus.audit.log import AuditLog
     from homarus.cron.service import CronService
     from homarus.gateway.context import GatewayContext
+    from homarus.gateway.services.channels import ChannelService
     from homarus.gateway.services.exec_approvals import ExecApprovals
     from homarus.gateway.services.heartbeat import Heartbeats
     from homarus.gateway.services.memory import MemoryHub
@@ -208,6 +209,12 @@ def exec_approvals(gw: GatewayContext) -> ExecApprovals:
     return ExecApprovals(gw)
 
 
+def channels(gw: GatewayContext) -> ChannelService:
+    from homarus.gateway.services.channels import build_channels
+
+    return build_channels(gw)
+
+
 def audit_log(gw: GatewayContext) -> AuditLog:
     from homarus.audit.log import AuditLog
 
@@ -246,6 +253,7 @@ SERVICES: Final = {
     "cron": cron,
     "plugin_approvals": plugin_approvals,
     "exec_approvals": exec_approvals,
+    "channels": channels,
     "audit_log": audit_log,
     "raw_stream_log": raw_stream_log,
 }
@@ -275,6 +283,7 @@ class LazyServices:
     cron: CronService
     plugin_approvals: ApprovalManager
     exec_approvals: ExecApprovals
+    channels: ChannelService
     audit_log: AuditLog
     raw_stream_log: AuditLog
 

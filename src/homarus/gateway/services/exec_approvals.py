@@ -121,10 +121,17 @@ class ExecApprovals(ApprovalManager):
         self.file_path = approvals_path(gateway.paths.state_dir)
         #: approval id -> (connection id, client id, client instance id) of the requester
         self._requesters: dict[str, tuple[str, str | None, str | None]] = {}
+        #: other ways to reach an operator (a chat owner): ``can_route(payload)`` and ``notify(record)``
+        self.routes: list[Any] = []
         super().__init__("exec", on_requested=self._requested, on_resolved=self._resolved)
 
     def _requested(self, record: ApprovalRecord) -> None:
         self.gateway.bus.broadcast(EVENT_REQUESTED, record.summary(), guard=APPROVALS, droppable=True)
+        for route in self.routes:
+            try:
+                route.notify(record)
+            except Exception:
+                log.exception("an approval route failed to announce %s", record.id)
 
     def _resolved(self, record: ApprovalRecord) -> None:
         patterns = record.request.get("allowAlwaysPatterns") or []
@@ -157,7 +164,7 @@ class ExecApprovals(ApprovalManager):
                 timeout_ms=timeout_ms,
                 abort=abort,
                 allow_always=bool(payload["allowAlwaysPatterns"]),
-                route_available=has_approval_clients(self.gateway),
+                route_available=has_approval_clients(self.gateway) or any(r.can_route(payload) for r in self.routes),
             )
 
         return approver

@@ -12,7 +12,14 @@ if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
     from homarus.sessions.keys import SessionKey
 
-__all__ = ["ToolAccess", "policy_inputs"]
+__all__ = ["HOST_TOOLS", "ToolAccess", "policy_inputs"]
+
+#: what a run asked for by someone other than an owner (a paired stranger, a group) may not use
+#: unless its session is sandboxed: the tools that act on the gateway's host and its control plane
+HOST_TOOLS: frozenset[str] = frozenset(
+    {"exec", "process", "write", "edit", "apply_patch", "cron", "gateway", "browser", "canvas", "nodes"}
+    | {"sessions_spawn", "sessions_send"}
+)
 
 
 def _layer(name: str, section: Any) -> LayerSpec | None:

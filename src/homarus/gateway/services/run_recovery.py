@@ -217,6 +217,10 @@ async def resubmit(gateway: GatewayContext, recovery: Recovery) -> None:
             log.warning("resuming run %s (%s) from its transcript", record.run_id, record.kind)
         if record.kind == "hook":
             _ = gateway.spawn(run_and_deliver(gateway, req, record.params))
+        elif record.kind == "channel":
+            from homarus.gateway.services import channel_runs
+
+            _ = gateway.spawn(channel_runs.run_and_deliver(gateway, req))
         else:
             _ = gateway.spawn(run_and_finish(gateway, req, record.kind))
     for record in recovery.followers:

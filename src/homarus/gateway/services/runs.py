@@ -10,6 +10,7 @@ journal, the idempotency cache and the ``agent.wait`` snapshots.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
 
 __all__ = ["RunFailed", "final_payload", "record_end", "run_and_finish", "start_run"]
+
+log = logging.getLogger("homarus.gateway")
 
 
 class RunFailed(Unavailable):
@@ -77,7 +80,14 @@ async def record_end(
     gateway: GatewayContext, kind: str, run_id: str, status: str, payload: dict[str, Any], outcome: RunOutcome
 ) -> None:
     """Record the end of ``run_id``: the journal, the idempotency cache, ``agent.wait``. A run folded
-    into another ends with that run's ``outcome``."""
+    into another ends with that run's ``outcome``.
+
+    A run the gateway's own shutdown aborted is not ended in the journal: it stays ``running``, so
+    the next start applies its entry point's recovery rule (a webhook or chat run resumes)."""
+    if gateway.shutting_down and status == "aborted":
+        log.info("run %s was cut short by the shutdown; the next start takes it up", run_id)
+        gateway.run_events.finished(run_id, status, outcome.started_at, outcome.ended_at, outcome.error)
+        return
     await asyncio.to_thread(
         gateway.journal.finish,
         run_id,

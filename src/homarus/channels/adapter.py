@@ -1,0 +1,128 @@
+"""The contract between the channel layer and one platform: :class:`ChannelSpec` and its accounts.
+
+A plugin registers a :class:`ChannelSpec` (``api.register_channel(spec)``); the built-in channels
+do the same from their bundled plugins. For each configured account the manager calls
+``spec.factory(ctx)`` (import the platform code there, not at registration: an unconfigured
+channel costs nothing) and drives the returned :class:`ChannelAccount`:
+
+* ``start()`` connects and begins receiving; each received batch goes to ``ctx.sink`` *before*
+  the platform is acknowledged (``sink`` commits it durably, with the cursor that acknowledges it);
+* ``send(message, on_transmitted)`` sends one piece; it awaits ``on_transmitted()`` once the
+  request has been written to the platform (the outbox records it), and raises
+  :class:`SendFailed` with what the platform said;
+* ``typing(target)``, ``download(attachment, ...)``, ``webhook(...)``, ``health()``, ``stop()``,
+  ``logout()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from homarus.errors import RuntimeFailure
+
+if TYPE_CHECKING:
+    import logging
+
+    from homarus.channels.model import (
+        Attachment,
+        ChannelCapabilities,
+        InboundMessage,
+        OutboundMessage,
+        SendReceipt,
+        Target,
+    )
+
+__all__ = ["AccountContext", "ChannelAccount", "ChannelSink", "ChannelSpec", "SendFailed", "Transmitted"]
+
+#: awaited by an account once a send's request has left (see the outbox's ``transmitted``)
+Transmitted = Callable[[], Awaitable[None]]
+
+
+class SendFailed(RuntimeFailure):
+    """A send the platform refused or that could not reach it.
+
+    ``retry_after``: the platform asked to wait (seconds; 429 flood control). ``permanent``: trying
+    again cannot help (blocked by the user, chat not found). ``format_rejected``: the platform
+    could not parse the formatting (the text is then sent again as plain text).
+    """
+
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, permanent: bool = False, format_rejected: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.permanent = permanent
+        self.format_rejected = format_rejected
+
+
+class ChannelSink(Protocol):
+    async def receive(self, messages: list[InboundMessage], cursor: tuple[str, str, str, str] | None = None) -> None:
+        """Commit ``messages`` (and the cursor that acknowledges them) durably; raises if it could
+        not, and then the adapter must not acknowledge them to the platform."""
+        ...
+
+    async def cursor(self, channel: str, account: str, name: str) -> str | None:
+        """The last committed value of a cursor (a long-poll offset)."""
+        ...
+
+
+@dataclass(slots=True)
+class AccountContext:
+    """What an account gets from the layer: its effective settings and the shared services."""
+
+    channel_id: str
+    account_id: str
+    #: ``ChannelConfig.account(account_id)``: access fields and the channel's own keys, merged
+    settings: Mapping[str, Any]
+    sink: ChannelSink
+    state_dir: Path
+    log: logging.Logger
+    #: fetches a URL under the SSRF guard: ``await fetch(url, max_bytes=, timeout_s=, trusted_origin=)``
+    fetch: Callable[..., Awaitable[Any]] | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+class ChannelAccount(Protocol):
+    channel_id: str
+    account_id: str
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def health(self) -> dict[str, Any]:
+        """``{state, lastError?, lastInboundAt?, lastOutboundAt?, identity?, mode?}`` (no secrets)."""
+        ...
+
+    async def send(self, message: OutboundMessage, on_transmitted: Transmitted) -> SendReceipt: ...
+
+    async def typing(self, target: Target) -> None: ...
+
+    async def download(self, attachment: Attachment, dest_dir: Path, max_bytes: int) -> Attachment: ...
+
+    def webhook_path(self) -> str | None:
+        """The gateway path this account's platform POSTs updates to (None: it does not)."""
+        ...
+
+    async def webhook(self, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
+        """Handle one webhook POST: (HTTP status, body). Commit before answering 200."""
+        ...
+
+    async def logout(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelSpec:
+    """A channel as registered: its id, label, capabilities and the factory of its accounts."""
+
+    id: str
+    label: str
+    capabilities: ChannelCapabilities
+    factory: Callable[[AccountContext], ChannelAccount]
+    #: how thread ids appear in session keys and peer ids (``topic`` for Telegram forum topics)
+    thread_word: str = "thread"
+    #: config keys this channel reads beyond the shared access fields, for ``channels list``
+    docs: str = ""

@@ -1,0 +1,121 @@
+"""``$STATE/channels.sqlite``: the channel layer's durable state, one file, one writer lock.
+
+Tables: ``inbound`` (every message a platform handed over, before the platform hears it was
+received), ``cursors`` (long-poll offsets, committed with the messages they cover), ``outbox``
+(every reply piece, recorded before it is sent), ``pairing_requests`` and ``pairing_allow``.
+
+WAL mode; ``synchronous=FULL`` so what was acknowledged to a platform survives a power cut; the
+file is created 0600 (it gates who may talk to the agent). Thread-safe: callers run it in a
+worker thread and every call is one short transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from homarus.fs import open_durable_sqlite
+
+__all__ = ["ChannelDb"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS inbound (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    channel       TEXT NOT NULL,
+    account       TEXT NOT NULL,
+    chat          TEXT NOT NULL,
+    message_id    TEXT NOT NULL,
+    conversation  TEXT NOT NULL,
+    sender        TEXT NOT NULL,
+    payload       TEXT NOT NULL,
+    status        TEXT NOT NULL,
+    reason        TEXT,
+    run_id        TEXT,
+    received_at   INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    UNIQUE (channel, account, chat, message_id)
+);
+CREATE INDEX IF NOT EXISTS inbound_status ON inbound(status, id);
+CREATE INDEX IF NOT EXISTS inbound_run ON inbound(run_id);
+CREATE INDEX IF NOT EXISTS inbound_conversation ON inbound(conversation, status, id);
+CREATE TABLE IF NOT EXISTS cursors (
+    channel TEXT NOT NULL,
+    account TEXT NOT NULL,
+    name    TEXT NOT NULL,
+    value   TEXT NOT NULL,
+    PRIMARY KEY (channel, account, name)
+);
+CREATE TABLE IF NOT EXISTS outbox (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    key           TEXT NOT NULL UNIQUE,
+    conversation  TEXT NOT NULL,
+    payload       TEXT NOT NULL,
+    status        TEXT NOT NULL,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    next_at       INTEGER NOT NULL DEFAULT 0,
+    last_error    TEXT,
+    platform_id   TEXT,
+    run_id        TEXT,
+    session_key   TEXT,
+    created_at    INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS outbox_status ON outbox(status, next_at, id);
+CREATE INDEX IF NOT EXISTS outbox_run ON outbox(run_id);
+CREATE TABLE IF NOT EXISTS pairing_requests (
+    channel     TEXT NOT NULL,
+    account     TEXT NOT NULL,
+    sender      TEXT NOT NULL,
+    code        TEXT NOT NULL UNIQUE,
+    created_at  INTEGER NOT NULL,
+    expires_at  INTEGER NOT NULL,
+    meta        TEXT NOT NULL,
+    PRIMARY KEY (channel, account, sender)
+);
+CREATE TABLE IF NOT EXISTS pairing_allow (
+    channel      TEXT NOT NULL,
+    account      TEXT NOT NULL,
+    sender       TEXT NOT NULL,
+    approved_at  INTEGER NOT NULL,
+    approved_by  TEXT,
+    meta         TEXT NOT NULL,
+    PRIMARY KEY (channel, account, sender)
+);
+"""
+
+
+class ChannelDb:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.RLock()
+        self._db = open_durable_sqlite(path)
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> int:
+        """One statement in its own transaction; the number of rows it changed."""
+        with self._lock:
+            return self._db.execute(sql, args).rowcount
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Several statements, all or none (``BEGIN IMMEDIATE``: no other writer in between)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")

@@ -1,0 +1,308 @@
+"""The ``channels``, ``bindings`` and ``commands`` sections: chat channels, which agent answers, owners.
+
+Who may talk to the agent is config, validated here, because a mistake there is a security hole:
+
+* ``dmPolicy`` is ``pairing`` unless set (an unknown sender gets a code and nothing else);
+  ``allowlist`` needs at least one ``allowFrom`` entry; ``open`` needs an explicit ``"*"`` in
+  ``allowFrom``; ``disabled`` drops every DM.
+* groups are ``allowlist`` unless set: a group talks to the agent only when it is listed under
+  ``groups`` (an id or ``"*"``), and then only senders in ``groupAllowFrom`` (else ``allowFrom``;
+  never the pairing approvals); ``requireMention`` is true unless set.
+* an account (``accounts.<id>``) inherits every field it does not set from the channel root.
+
+A channel's own transport settings (a bot token, an API root) sit beside these in the same
+object: the built-in ones are typed here (``telegram``); a third-party channel's are kept as given
+and validated by its plugin when it starts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Final, Literal
+
+from pydantic import ConfigDict, Field, RootModel, SecretStr, field_validator, model_validator
+
+from homarus.config.base import ConfigModel
+
+__all__ = [
+    "Binding",
+    "BindingMatch",
+    "BindingPeer",
+    "Bindings",
+    "ChannelAccountConfig",
+    "ChannelConfig",
+    "ChannelsConfig",
+    "CommandsConfig",
+    "DmPolicy",
+    "GroupConfig",
+    "GroupPolicy",
+    "OtherAccountConfig",
+    "TelegramAccountConfig",
+    "TelegramConfig",
+    "TopicConfig",
+    "merged_account",
+]
+
+DmPolicy = Literal["pairing", "allowlist", "open", "disabled"]
+GroupPolicy = Literal["open", "allowlist", "disabled"]
+DmScope = Literal["main", "per-peer", "per-channel-peer", "per-account-channel-peer"]
+#: the id an account has when a channel is configured without ``accounts``
+DEFAULT_ACCOUNT: Final = "default"
+_ACCOUNT_ID = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+
+
+def _senders(value: Any) -> Any:
+    """``allowFrom`` entries: strings or numbers (Telegram ids are numbers), kept as strings."""
+    if isinstance(value, list | tuple):
+        return tuple(str(v).strip() if isinstance(v, int | str) and not isinstance(v, bool) else v for v in value)
+    return value
+
+
+class TopicConfig(ConfigModel):
+    """A forum topic (or thread) inside an allowed group; unset fields inherit the group's."""
+
+    enabled: bool | None = None
+    require_mention: bool | None = None
+    group_policy: GroupPolicy | None = None
+    allow_from: tuple[str, ...] | None = Field(None, max_length=1000)
+    #: the agent that answers in this topic (topic-only: never inherited)
+    agent_id: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+
+    @field_validator("allow_from", mode="before")
+    @classmethod
+    def _norm(cls, v: Any) -> Any:
+        return _senders(v)
+
+
+class GroupConfig(ConfigModel):
+    """One allowed group (``groups.<chatId>``, or ``"*"`` for every group)."""
+
+    enabled: bool | None = None
+    require_mention: bool | None = None
+    #: ``open``: any member may talk; ``allowlist``: only ``allowFrom`` here (else the channel's)
+    group_policy: GroupPolicy | None = None
+    allow_from: tuple[str, ...] | None = Field(None, max_length=1000)
+    topics: dict[str, TopicConfig] = Field(default_factory=dict, max_length=1000)
+
+    @field_validator("allow_from", mode="before")
+    @classmethod
+    def _norm(cls, v: Any) -> Any:
+        return _senders(v)
+
+
+class ChannelAccountConfig(ConfigModel):
+    """The access settings of one channel account; unset fields inherit the channel root."""
+
+    enabled: bool | None = None
+    name: str | None = Field(None, max_length=100)
+    dm_policy: DmPolicy | None = None
+    allow_from: tuple[str, ...] | None = Field(None, max_length=1000)
+    group_policy: GroupPolicy | None = None
+    #: senders allowed in groups (default: ``allowFrom``; never the DM pairing approvals)
+    group_allow_from: tuple[str, ...] | None = Field(None, max_length=1000)
+    #: allowed groups by chat id (``"*"``: any group); replaces the root map, never merged with it
+    groups: dict[str, GroupConfig] | None = Field(None, max_length=1000)
+    require_mention: bool | None = None
+    #: inbound and outbound media cap
+    media_max_mb: float | None = Field(None, gt=0, le=2000)
+    #: the longest message sent in one piece (default: the channel's own limit)
+    text_chunk_limit: int | None = Field(None, ge=100, le=100_000)
+
+    @field_validator("allow_from", "group_allow_from", mode="before")
+    @classmethod
+    def _norm(cls, v: Any) -> Any:
+        return _senders(v)
+
+
+def merged_account(root: ChannelAccountConfig, account: ChannelAccountConfig | None) -> dict[str, Any]:
+    """The account's settings by field name: its own where set, else the root's (None: unset).
+    A third-party channel's own keys (``model_extra``) are merged the same way."""
+    out: dict[str, Any] = {}
+    for name in type(root).model_fields:
+        if name in ("accounts", "default_account"):
+            continue
+        own = getattr(account, name, None) if account is not None else None
+        out[name] = own if own is not None else getattr(root, name)
+    for source in (root.model_extra or {}, (account.model_extra or {}) if account is not None else {}):
+        out.update({k: v for k, v in source.items() if v is not None})
+    return out
+
+
+def _check_access(where: str, settings: dict[str, Any]) -> None:
+    policy = settings.get("dm_policy") or "pairing"
+    allow = settings.get("allow_from") or ()
+    if policy == "open" and "*" not in allow:
+        raise ValueError(f'{where}: dmPolicy "open" needs "*" in allowFrom (an explicit choice to let anyone in)')
+    if policy == "allowlist" and not [a for a in allow if a != "*"]:
+        raise ValueError(f'{where}: dmPolicy "allowlist" needs at least one sender id in allowFrom')
+
+
+class OtherAccountConfig(ChannelAccountConfig):
+    """An account of a third-party channel: its own keys are kept for its plugin."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ChannelConfig(ChannelAccountConfig):
+    """A channel: access settings, its accounts, and (third-party) its own keys, kept as given."""
+
+    model_config = ConfigDict(extra="allow")
+
+    accounts: dict[str, OtherAccountConfig] = Field(default_factory=dict, max_length=100)
+    default_account: str | None = Field(None, pattern=_ACCOUNT_ID)
+
+    @field_validator("accounts")
+    @classmethod
+    def _account_ids(cls, v: dict[str, Any]) -> dict[str, Any]:
+        bad = [k for k in v if not re.match(_ACCOUNT_ID, k)]
+        if bad:
+            raise ValueError(f"account ids must match {_ACCOUNT_ID}: {', '.join(map(repr, bad))}")
+        return v
+
+    @model_validator(mode="after")
+    def _access_is_consistent(self) -> ChannelConfig:
+        for account_id in self.account_ids():
+            where = "channel" if not self.accounts else f"accounts.{account_id}"
+            _check_access(where, self.account(account_id))
+        if self.default_account is not None and self.accounts and self.default_account not in self.accounts:
+            raise ValueError(f"defaultAccount {self.default_account!r} is not one of accounts")
+        return self
+
+    def account_ids(self) -> tuple[str, ...]:
+        accounts: dict[str, Any] = getattr(self, "accounts", {})
+        return tuple(accounts) or (DEFAULT_ACCOUNT,)
+
+    def account(self, account_id: str) -> dict[str, Any]:
+        """The account's effective settings (its own, else the channel root's)."""
+        accounts: dict[str, ChannelAccountConfig] = getattr(self, "accounts", {})
+        return merged_account(self, accounts.get(account_id))
+
+    @property
+    def primary_account(self) -> str:
+        """Where an outbound path without an account goes: ``defaultAccount``, else ``default``,
+        else the first account."""
+        ids = self.account_ids()
+        if self.default_account in ids:
+            return self.default_account or ids[0]
+        return DEFAULT_ACCOUNT if DEFAULT_ACCOUNT in ids else ids[0]
+
+
+class TelegramAccountConfig(ChannelAccountConfig):
+    """A Telegram bot: its token and transport, beside the access settings."""
+
+    #: from BotFather; ``$TELEGRAM_BOT_TOKEN`` for the default account when unset
+    bot_token: SecretStr | None = None
+    #: a file holding the token (a regular file, not a symlink)
+    token_file: str | None = Field(None, max_length=4096)
+    #: the Bot API root, without ``/bot<token>`` (a local Bot API server, tests)
+    api_root: str | None = Field(None, pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$", max_length=512)
+    #: set: Telegram POSTs updates to this public URL instead of being long-polled
+    webhook_url: str | None = Field(None, pattern=r"^https://[^\s]+$", max_length=2048)
+    #: checked against ``X-Telegram-Bot-Api-Secret-Token`` (required with ``webhookUrl``)
+    webhook_secret: SecretStr | None = None
+    #: where the gateway serves the webhook
+    webhook_path: str | None = Field(None, pattern=r"^/[A-Za-z0-9._~/-]{1,128}$")
+
+    @field_validator("webhook_secret")
+    @classmethod
+    def _secret_shape(cls, v: SecretStr | None) -> SecretStr | None:
+        if v is not None and not re.fullmatch(r"[A-Za-z0-9_-]{16,256}", v.get_secret_value()):
+            raise ValueError("must be 16-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule)")
+        return v
+
+
+class TelegramConfig(TelegramAccountConfig, ChannelConfig):
+    model_config = ConfigDict(extra="forbid")
+
+    accounts: dict[str, TelegramAccountConfig] = Field(default_factory=dict, max_length=100)  # type: ignore[assignment]
+
+    @model_validator(mode="after")
+    def _webhook_has_secret(self) -> TelegramConfig:
+        for account_id in self.account_ids():
+            settings = self.account(account_id)
+            if settings.get("webhook_url") and settings.get("webhook_secret") is None:
+                raise ValueError(f"{account_id}: webhookUrl needs webhookSecret (forged updates are refused by it)")
+        return self
+
+
+class ChannelsConfig(ConfigModel):
+    """``channels.<id>``: the built-in ones typed, any other channel's object kept for its plugin."""
+
+    model_config = ConfigDict(extra="allow")
+
+    telegram: TelegramConfig | None = None
+
+    def configured(self) -> dict[str, ChannelConfig | TelegramConfig]:
+        """Every channel present in the config (enabled or not), by id."""
+        out: dict[str, ChannelConfig | TelegramConfig] = {}
+        if self.telegram is not None:
+            out["telegram"] = self.telegram
+        for channel_id, raw in (self.model_extra or {}).items():
+            out[channel_id] = raw if isinstance(raw, ChannelConfig) else ChannelConfig.model_validate(raw or {})
+        return out
+
+    @model_validator(mode="after")
+    def _extra_are_channels(self) -> ChannelsConfig:
+        for channel_id, raw in (self.model_extra or {}).items():
+            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", channel_id):
+                raise ValueError(f"channel id {channel_id!r} must match [a-z][a-z0-9_-]{{0,31}}")
+            if not isinstance(raw, dict | ChannelConfig):
+                raise ValueError(f"channels.{channel_id} must be an object")
+            ChannelConfig.model_validate(raw)  # the shared access rules hold for every channel
+        return self
+
+
+class BindingPeer(ConfigModel):
+    kind: Literal["direct", "group", "channel"]
+    #: the channel's canonical peer id, or ``"*"`` for any peer of this kind
+    id: str = Field(min_length=1, max_length=256)
+
+
+class BindingMatch(ConfigModel):
+    channel: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")
+    #: one account; omitted: the channel's default account only; ``"*"``: every account
+    account_id: str | None = Field(None, max_length=64)
+    peer: BindingPeer | None = None
+    guild_id: str | None = Field(None, max_length=64)
+    team_id: str | None = Field(None, max_length=64)
+    roles: tuple[str, ...] | None = Field(None, max_length=100)
+
+
+class BindingSession(ConfigModel):
+    dm_scope: DmScope | None = None
+
+
+class Binding(ConfigModel):
+    """Route a slice of inbound traffic to an agent (bindings choose; they never admit)."""
+
+    agent_id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    match: BindingMatch
+    session: BindingSession | None = None
+    comment: str | None = Field(None, max_length=500)
+
+
+class Bindings(RootModel[tuple[Binding, ...]]):
+    """The top-level ``bindings`` list, in config order (the first match of a tier wins)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    root: tuple[Binding, ...] = Field(default=(), max_length=1000)
+
+    def __iter__(self) -> Any:  # iterate the bindings, not the model's fields
+        return iter(self.root)
+
+    def __len__(self) -> int:
+        return len(self.root)
+
+
+class CommandsConfig(ConfigModel):
+    #: who may run owner-only chat commands and approve from a chat: ``"<channel>:<senderId>"``
+    owner_allow_from: tuple[str, ...] = Field((), max_length=100)
+
+    @field_validator("owner_allow_from")
+    @classmethod
+    def _qualified(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [o for o in v if ":" not in o]
+        if bad:
+            raise ValueError(f"owners are '<channel>:<senderId>' (e.g. telegram:123456): {', '.join(bad)}")
+        return v
