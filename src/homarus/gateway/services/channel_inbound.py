@@ -232,7 +232,7 @@ class InboundDispatcher:
         msg = head.message
         quiet = self.gw.config.messages.inbound.debounce_for(msg.channel)
         batch = [head]
-        while len(batch) < MAX_BATCH:
+        while quiet > 0 and len(batch) < MAX_BATCH:
             rows = await asyncio.to_thread(self.manager.inbox.received_in, msg.target.conversation, MAX_BATCH + 1)
             known = {r.id for r in batch}
             nxt = next((r for r in rows if r.id not in known), None)
@@ -240,13 +240,14 @@ class InboundDispatcher:
                 if (
                     nxt.message.sender_id != msg.sender_id
                     or nxt.message.command
+                    or nxt.received_at - batch[-1].received_at > quiet
                     or self._decide(nxt.message).verdict != "admit"
                 ):
-                    break  # someone else spoke, or a command: the burst is over
+                    break  # someone else spoke, a pause, or a command: the burst is over
                 batch.append(nxt)
                 continue
             waited = _now_ms() - batch[-1].received_at
-            if quiet <= 0 or waited >= quiet or _now_ms() - batch[0].received_at >= MAX_BATCH_MS:
+            if waited >= quiet or _now_ms() - batch[0].received_at >= MAX_BATCH_MS:
                 break
             await asyncio.sleep(min(quiet - waited, MAX_BATCH_MS) / 1000)
         return batch
