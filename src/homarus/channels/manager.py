@@ -60,6 +60,10 @@ class ChannelManager:
         self.pairing = PairingStore(self.db)
         self.accounts: dict[tuple[str, str], ChannelAccount] = {}
         self.errors: dict[tuple[str, str], str] = {}
+        #: the settings each running account was started with (a config change restarts it)
+        self._started_with: dict[tuple[str, str], dict[str, Any]] = {}
+        #: accounts an operator stopped: a config change does not start them again
+        self.held: set[tuple[str, str]] = set()
         #: set when committed inbound messages wait for the dispatcher
         self.inbound_ready = asyncio.Event()
         self.delivery = Delivery(self.outbox, self._account_for_row)
@@ -126,6 +130,8 @@ class ChannelManager:
         )
         account = spec.factory(ctx)
         self.accounts[key] = account
+        self._started_with[key] = settings
+        self.held.discard(key)
         self.errors.pop(key, None)
         try:
             async with asyncio.timeout(START_TIMEOUT_S):
@@ -140,15 +146,43 @@ class ChannelManager:
         self.delivery.poke()
         return self.account_status(channel_id, account_id)
 
-    async def stop(self, channel_id: str, account_id: str | None = None) -> list[str]:
+    async def stop(self, channel_id: str, account_id: str | None = None, *, hold: bool = False) -> list[str]:
+        """Stop the channel's accounts (or one); ``hold`` keeps them stopped across config changes."""
         stopped = []
         for (c, a), account in list(self.accounts.items()):
             if c == channel_id and (account_id is None or a == account_id):
                 with contextlib.suppress(Exception):
                     await account.stop()
                 del self.accounts[(c, a)]
+                self._started_with.pop((c, a), None)
+                self.errors.pop((c, a), None)
+                if hold:
+                    self.held.add((c, a))
                 stopped.append(a)
         return stopped
+
+    async def reconcile(self) -> dict[str, list[str]]:
+        """Bring the running accounts in line with the config after it changed.
+
+        An account whose settings changed is restarted, one no longer configured (or disabled) is
+        stopped, a new one is started; an account an operator stopped stays stopped.
+        """
+        wanted: dict[tuple[str, str], dict[str, Any]] = {}
+        for key in self.wanted():
+            if key[0] in self.specs:
+                wanted[key] = self.settings(*key)
+        stopped, started = [], []
+        for key in list(self.accounts):
+            if key not in wanted or wanted[key] != self._started_with.get(key):
+                await self.stop(*key)
+                stopped.append("/".join(key))
+        for key in wanted:
+            if key not in self.accounts and key not in self.held:
+                await self.start(*key)
+                started.append("/".join(key))
+        if stopped or started:
+            log.info("channels: config changed: stopped %s, started %s", stopped or "none", started or "none")
+        return {"stopped": stopped, "started": started}
 
     async def logout(self, channel_id: str, account_id: str | None = None) -> list[str]:
         done = []
@@ -157,6 +191,8 @@ class ChannelManager:
                 with contextlib.suppress(Exception):
                     await account.logout()
                 del self.accounts[(c, a)]
+                self._started_with.pop((c, a), None)
+                self.held.add((c, a))
                 done.append(a)
         return done
 

@@ -5,15 +5,58 @@ from __future__ import annotations
 import asyncio
 import json
 import platform
+import sys
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from homarus import __version__
 from homarus.security.scopes import ADMIN, APPROVALS, PAIRING, READ, WRITE
 
-__all__ = ["GatewayCallError", "call_gateway"]
+if TYPE_CHECKING:
+    from homarus.config.paths import StatePaths
+
+__all__ = ["GatewayCallError", "GatewayUnreachable", "call", "call_gateway", "fail", "gateway_target"]
 
 OPERATOR_SCOPES = [ADMIN, READ, WRITE, APPROVALS, PAIRING]
+
+
+class GatewayUnreachable(Exception):
+    """No gateway answered at the URL (not running, wrong port, or the socket closed on us)."""
+
+
+def gateway_target(paths: StatePaths, url: str | None = None, token: str | None = None) -> tuple[str, str | None]:
+    """The gateway's URL and token: the flags, else the config file, else the stored token."""
+    from homarus.config.loader import load_config
+    from homarus.security.token_store import read_token
+
+    cfg = load_config(paths).config
+    if token is None and cfg.gateway.auth.token is not None:
+        token = cfg.gateway.auth.token.get_secret_value()
+    if token is None:
+        token = read_token(paths.token_path)
+    return url or f"ws://127.0.0.1:{cfg.gateway.port}", token
+
+
+def call(args: Any, paths: StatePaths, method: str, params: Any = None) -> Any:
+    """One method call for a CLI command with :func:`client_args` options.
+
+    Raises :class:`GatewayCallError` when the gateway answered with an error and
+    :class:`GatewayUnreachable` when no gateway answered.
+    """
+    url, token = gateway_target(paths, getattr(args, "url", None), getattr(args, "token", None))
+    try:
+        return asyncio.run(call_gateway(url, token, method, params, timeout=getattr(args, "timeout", 30.0)))
+    except GatewayCallError:
+        raise
+    except (OSError, TimeoutError) as exc:
+        raise GatewayUnreachable(f"cannot reach the gateway at {url}: {str(exc) or type(exc).__name__}") from None
+    except Exception as exc:  # websockets raises its own ConnectionClosed/InvalidStatus types
+        raise GatewayUnreachable(f"gateway call failed: {type(exc).__name__}: {exc}") from None
+
+
+def fail(message: str, code: int = 1) -> int:
+    sys.stderr.write(f"homarus: {message}\n")
+    return code
 
 
 class GatewayCallError(Exception):

@@ -11,10 +11,9 @@ import signal
 import sys
 from typing import Any
 
-from homarus.config.loader import StatePaths, load_config
+from homarus.config.loader import StatePaths
 from homarus.config.values import resolve_bind_host
 from homarus.errors import ConfigError
-from homarus.security.token_store import read_token
 
 __all__ = ["dispatch"]
 
@@ -53,6 +52,14 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             from homarus.cli.sessions_cmd import run_sessions
 
             return run_sessions(args, paths)
+        elif args.command == "channels" and args.channels_command:
+            from homarus.cli.channels_cmd import run_channels
+
+            return run_channels(args, paths)
+        elif args.command == "pairing" and args.pairing_command:
+            from homarus.cli.pairing_cmd import run_pairing
+
+            return run_pairing(args, paths)
         elif args.command == "cron" and args.cron_command:
             from homarus.cli.cron_cmd import run_cron
 
@@ -123,26 +130,15 @@ def _gateway_run(args: argparse.Namespace, paths: StatePaths) -> int:
     return 0
 
 
-def _client_target(args: argparse.Namespace, paths: StatePaths) -> tuple[str, str | None]:
-    loaded = load_config(paths)
-    token = args.token
-    if token is None and loaded.config.gateway.auth.token is not None:
-        token = loaded.config.gateway.auth.token.get_secret_value()
-    if token is None:
-        token = read_token(paths.token_path)
-    url = args.url or f"ws://127.0.0.1:{loaded.config.gateway.port}"
-    return url, token
-
-
 def _gateway_call(args: argparse.Namespace, paths: StatePaths, method: str, raw_params: str) -> int:
-    from homarus.cli.client import GatewayCallError, call_gateway
+    from homarus.cli.client import GatewayCallError, call_gateway, gateway_target
 
     try:
         params = json.loads(raw_params)
     except json.JSONDecodeError as exc:
         _err(f"--params is not valid JSON: {exc}")
         return 2
-    url, token = _client_target(args, paths)
+    url, token = gateway_target(paths, args.url, args.token)
     try:
         result = asyncio.run(
             call_gateway(

@@ -23,15 +23,10 @@ _DURATION = re.compile(r"^(\d+)(ms|s|m|h|d)?$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
-def _client_args(p: argparse.ArgumentParser, timeout: float = 30.0) -> None:
-    p.add_argument("--url", help="gateway WebSocket URL (default: ws://127.0.0.1:<gateway.port>)")
-    p.add_argument("--token", help="gateway token (default: from config, env or the state dir)")
-    p.add_argument("--timeout", type=float, default=timeout, help=f"seconds (default {timeout:g})")
-    p.add_argument("--json", action="store_true", help="print the raw JSON result")
-
-
 def add_cron_parser(sub: Any) -> argparse.ArgumentParser:
     """Add ``cron`` and its subcommands to the top-level subparsers ``sub``."""
+    from homarus.cli.options import client_args as _client_args
+
     cron: argparse.ArgumentParser = sub.add_parser(
         "cron", help="list, add, remove, run scheduled jobs (needs a running gateway)"
     )
@@ -174,23 +169,8 @@ def _print(args: argparse.Namespace, result: Any) -> None:
             print(f"{key}: {value}")
 
 
-def _target(args: argparse.Namespace, paths: StatePaths) -> tuple[str, str | None]:
-    from homarus.config.loader import load_config
-    from homarus.security.token_store import read_token
-
-    cfg = load_config(paths).config
-    token = args.token
-    if token is None and cfg.gateway.auth.token is not None:
-        token = cfg.gateway.auth.token.get_secret_value()
-    if token is None:
-        token = read_token(paths.token_path)
-    return args.url or f"ws://127.0.0.1:{cfg.gateway.port}", token
-
-
 def run_cron(args: argparse.Namespace, paths: StatePaths) -> int:
-    import asyncio
-
-    from homarus.cli.client import GatewayCallError, call_gateway
+    from homarus.cli.client import GatewayCallError, GatewayUnreachable, call, fail
 
     sub = args.cron_command
     params: dict[str, Any]
@@ -213,15 +193,12 @@ def run_cron(args: argparse.Namespace, paths: StatePaths) -> int:
     except ValueError as exc:
         print(f"homarus: {exc}", file=sys.stderr)
         return 2
-    url, token = _target(args, paths)
     try:
-        result = asyncio.run(call_gateway(url, token, method, params, timeout=args.timeout))
+        result = call(args, paths, method, params)
     except GatewayCallError as exc:
-        print(f"homarus: {exc.error.get('message', 'request failed')}", file=sys.stderr)
-        return 1
-    except (OSError, TimeoutError) as exc:
-        print(f"homarus: cannot reach the gateway at {url}: {str(exc) or type(exc).__name__}", file=sys.stderr)
-        return 1
+        return fail(exc.error.get("message", "request failed"))
+    except GatewayUnreachable as exc:
+        return fail(str(exc))
     _print(args, result)
     return 0
 

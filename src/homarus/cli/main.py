@@ -7,9 +7,11 @@ import sys
 from collections.abc import Sequence
 
 from homarus import __version__
+from homarus.cli.channels_cmd import add_channels_parser
 from homarus.cli.cron_cmd import add_cron_parser
 from homarus.cli.logs_cmd import add_logs_parser
 from homarus.cli.memory_cmd import add_memory_parser
+from homarus.cli.pairing_cmd import add_pairing_parser
 from homarus.cli.skills_cmd import add_skills_parser
 
 __all__ = ["build_parser", "main"]
@@ -96,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     plg_doc.add_argument("--json", action="store_true")
     add_logs_parser(sub)
     add_cron_parser(sub)
+    add_channels_parser(sub)
+    add_pairing_parser(sub)
     add_memory_parser(sub)
     add_skills_parser(sub)
     return parser

@@ -59,6 +59,8 @@ class Gateway(LazyServices):
         self.started_at = time.time()
         self.boot_id = str(uuid.uuid4())
         self.shutting_down = False
+        #: startup finished (a config change may now start services it did not need before)
+        self._serving = False
         self.auth = GatewayAuth(lambda: self.config, paths, self.options.token)
         self.config_budget = SlidingWindowBudget(*self.options.config_write_budget)
         self.bus = EventBus()
@@ -105,6 +107,13 @@ class Gateway(LazyServices):
                 self.runtime.models = self.models
         if self.built("tool_access"):
             self.tool_access.invalidate()
+        if self.built("channels") and self.channels.started:
+            _ = self.spawn(self.channels.manager.reconcile())
+        elif self._serving and not self.built("channels") and self.config.present("channels"):
+            from homarus.gateway.services.channels import start_channels
+
+            _ = self.channels  # built now, so a second change before it started does not start it twice
+            _ = self.spawn(start_channels(self))
         if secret_changed:
             for conn in list(self.connections.values()):
                 conn.close(CloseCode.AUTH_CHANGED, "gateway auth changed")
@@ -145,6 +154,7 @@ class Gateway(LazyServices):
 
             await start_channels(self)
         await resubmit(self, self.recovery)
+        self._serving = True
         if self.built("extensions"):
             await self.plugins.start_services()
         if (self.paths.state_dir / "hooks").is_dir() or self.built("hookmd"):
@@ -175,6 +185,7 @@ class Gateway(LazyServices):
         if self.shutting_down:
             return
         self.shutting_down = True
+        self._serving = False
         if self.built("hooks") and self.hooks.has("gateway_stop"):
             from homarus.plugins.events import GatewayStopEvent
 

@@ -159,7 +159,7 @@ async def channels_start(call: MethodCall, p: AccountParams) -> dict[str, Any]:
 
 
 async def channels_stop(call: MethodCall, p: AccountParams) -> dict[str, Any]:
-    stopped = await _service(call).manager.stop(p.channel, p.account_id)
+    stopped = await _service(call).manager.stop(p.channel, p.account_id, hold=True)
     return {"ok": True, "channel": p.channel, "stopped": stopped}
 
 
@@ -222,7 +222,7 @@ async def pairing_approve(call: MethodCall, p: PairingApproveParams) -> dict[str
     )
     bootstrap = "not-requested"
     if p.bootstrap_command_owner:
-        bootstrap = await asyncio.to_thread(bootstrap_owner, call.gateway, f"{request.channel}:{request.sender_id}")
+        bootstrap = await bootstrap_owner(call.gateway, f"{request.channel}:{request.sender_id}")
     notification = "not-requested"
     if p.notify:
         notification = await notify_approved(call.gateway, request)
@@ -234,12 +234,12 @@ async def pairing_approve(call: MethodCall, p: PairingApproveParams) -> dict[str
     }
 
 
-def bootstrap_owner(gw: Any, owner: str) -> str:
+async def bootstrap_owner(gw: Any, owner: str) -> str:
     """Make ``owner`` the command owner when there is none yet (the first approval's convenience)."""
     if gw.config.commands.owner_allow_from:
         return "already-configured"
-    gw.config_store.patch({"commands": {"ownerAllowFrom": [owner]}})
-    gw.on_config_replaced()
+    await asyncio.to_thread(gw.config_store.patch, {"commands": {"ownerAllowFrom": [owner]}})
+    gw.on_config_replaced()  # on the loop: it may start or restart services
     return "configured"
 
 

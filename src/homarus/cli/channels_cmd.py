@@ -1,0 +1,304 @@
+"""`homarus channels list|status|add|remove|logout|replay|drop`.
+
+``list``, ``add`` and ``remove`` work on the config and need no gateway: when one is running,
+``add``/``remove`` go through its ``config.patch`` so the change takes effect at once (the gateway
+starts, restarts or stops the account); otherwise the file is rewritten (validated, atomically)
+and the gateway picks it up when it starts. ``status``, ``logout``, ``replay`` and ``drop`` ask
+the running gateway. Module-level imports stay cheap: the parser is built at ``homarus --help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from homarus.config.paths import StatePaths
+
+__all__ = ["add_channels_parser", "run_channels"]
+
+#: the channels ``add`` knows how to set up, and the config key their credential goes to
+_CREDENTIAL = {"telegram": ("botToken", "TELEGRAM_BOT_TOKEN")}
+_POLICIES = ["pairing", "allowlist", "open", "disabled"]
+
+
+def add_channels_parser(sub: Any) -> argparse.ArgumentParser:
+    from homarus.cli.options import client_args
+
+    ch: argparse.ArgumentParser = sub.add_parser("channels", help="chat channels: list, status, add, remove, logout")
+    cs = ch.add_subparsers(dest="channels_command", metavar="SUBCOMMAND")
+    ls = cs.add_parser("list", help="configured channels and accounts (from the config; no gateway needed)")
+    ls.add_argument("--json", action="store_true")
+    st = cs.add_parser("status", help="accounts, delivery and dead letters of the running gateway")
+    st.add_argument("--probe", action="store_true", help="ask each account to check its connection")
+    client_args(st)
+    add = cs.add_parser("add", help="configure a channel account (telegram: a bot token from @BotFather)")
+    add.add_argument("channel", help="channel id (telegram)")
+    add.add_argument("--account", help="account id (default: the channel's default account)")
+    add.add_argument(
+        "--token", dest="bot_token", help='the bot token; "-" reads it from stdin (default: prompt, or the env var)'
+    )
+    add.add_argument("--token-env", action="store_true", help="use the environment variable; store no token")
+    add.add_argument("--dm-policy", choices=_POLICIES, help="who may DM the bot (default: pairing)")
+    add.add_argument("--allow-from", action="append", metavar="ID", help="a sender id allowed to DM (repeatable)")
+    add.add_argument("--api-root", help="the Bot API base URL (a local Bot API server)")
+    add.add_argument("--no-verify", action="store_true", help="do not check the token with the platform first")
+    client_args(add, timeout=15.0, token_flag="--gateway-token")  # noqa: S106 - a flag name
+    rm = cs.add_parser("remove", help="disable a channel account (--delete removes its config)")
+    rm.add_argument("channel")
+    rm.add_argument("--account")
+    rm.add_argument("--delete", action="store_true", help="remove the config entry instead of disabling it")
+    client_args(rm, timeout=15.0)
+    lo = cs.add_parser("logout", help="stop an account and let go of its platform session")
+    lo.add_argument("channel")
+    lo.add_argument("--account")
+    client_args(lo)
+    rp = cs.add_parser("replay", help="send a dead letter again (its id from `channels status`)")
+    rp.add_argument("id", type=int)
+    client_args(rp)
+    dr = cs.add_parser("drop", help="give up on a dead letter")
+    dr.add_argument("id", type=int)
+    client_args(dr)
+    return ch
+
+
+def _print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+# -- list ------------------------------------------------------------------------------------------
+def _token_source(settings: dict[str, Any], account_id: str, env_var: str | None) -> str:
+    import os
+
+    if settings.get("bot_token") is not None:
+        return "config"
+    if settings.get("token_file"):
+        return "file"
+    if env_var and account_id == "default":
+        return "env" if os.environ.get(env_var) else "missing"
+    return "-"
+
+
+def _list(args: argparse.Namespace, paths: StatePaths) -> int:
+    from homarus.config.loader import load_config
+
+    cfg = load_config(paths).config
+    rows: list[dict[str, Any]] = []
+    for channel_id, channel in cfg.channels.configured().items():
+        env_var = _CREDENTIAL.get(channel_id, (None, None))[1]
+        for account_id in channel.account_ids():
+            s = channel.account(account_id)
+            rows.append(
+                {
+                    "channel": channel_id,
+                    "accountId": account_id,
+                    "enabled": channel.enabled is not False and s.get("enabled") is not False,
+                    "dmPolicy": s.get("dm_policy") or "pairing",
+                    "allowFrom": list(s.get("allow_from") or ()),
+                    "groups": sorted(s.get("groups") or {}),
+                    "mode": "webhook" if s.get("webhook_url") else "polling" if env_var else "-",
+                    "token": _token_source(s, account_id, env_var),
+                }
+            )
+    if args.json:
+        _print_json({"channels": rows})
+    elif not rows:
+        print("no chat channel configured: homarus channels add telegram")
+    for r in [] if args.json else rows:
+        state = "enabled" if r["enabled"] else "disabled"
+        groups = f"  groups={','.join(r['groups'])}" if r["groups"] else ""
+        where = f"{r['channel']}/{r['accountId']}"
+        print(f"{where}  {state}  dmPolicy={r['dmPolicy']}  token={r['token']}  {r['mode']}{groups}")
+    return 0
+
+
+# -- status ----------------------------------------------------------------------------------------
+def _print_status(result: dict[str, Any]) -> None:
+    for channel_id in result.get("channelOrder", []):
+        for acc in result.get("channelAccounts", {}).get(channel_id, []):
+            state = "running" if acc.get("running") else "stopped"
+            line = f"{channel_id}/{acc.get('accountId')}  {state}"
+            if acc.get("mode"):
+                line += f"  {acc['mode']}"
+            if acc.get("lastError"):
+                line += f"  error: {acc['lastError']}"
+            print(line)
+    if not result.get("channelOrder"):
+        print("no chat channel configured")
+    delivery = result.get("delivery") or {}
+    outbox = delivery.get("outbox") or {}
+    if outbox:
+        print("outbox: " + ", ".join(f"{k} {v}" for k, v in sorted(outbox.items()) if isinstance(v, int)))
+    pending = (result.get("pairing") or {}).get("pending")
+    if pending:
+        print(f"pairing requests waiting: {pending} (homarus pairing list)")
+    dead = delivery.get("deadLetters") or []
+    if dead:
+        print(f"dead letters ({len(dead)}; `homarus channels replay ID` sends one again):")
+        for d in dead:
+            t = d.get("target") or {}
+            text = " ".join(str(d.get("preview") or "").split())[:60]
+            where = f"{t.get('channel')}/{t.get('accountId')} → {t.get('chatId')}"
+            print(f"  {d.get('id')}  {where}  {text!r}  ({d.get('lastError')})")
+
+
+# -- add / remove ----------------------------------------------------------------------------------
+def _read_token(args: argparse.Namespace, env_var: str) -> str | None:
+    """The token to store, or None to rely on the environment variable."""
+    import os
+
+    if args.token_env:
+        if not os.environ.get(env_var):
+            raise ValueError(f"--token-env: {env_var} is not set")
+        return None
+    if args.bot_token == "-":  # noqa: S105 - "read it from stdin", not a password
+        return sys.stdin.readline().strip()
+    if args.bot_token:
+        return str(args.bot_token).strip()
+    if sys.stdin.isatty():
+        import getpass
+
+        return getpass.getpass("bot token (from @BotFather): ").strip()
+    if os.environ.get(env_var):
+        return None
+    raise ValueError(f"no token: pass --token (or --token - to read stdin), or set {env_var}")
+
+
+def _verify_telegram(token: str, api_root: str | None) -> str:
+    """``@username`` of the bot the token belongs to (ValueError when the platform refuses it)."""
+    import asyncio
+
+    from homarus.channels.telegram.api import DEFAULT_API_ROOT, BotApi, TelegramApiError, TelegramNetworkError
+
+    async def check() -> str:
+        api = BotApi(token, api_root or DEFAULT_API_ROOT, timeout_s=10.0)
+        try:
+            me = await api.get_me()
+        finally:
+            await api.aclose()
+        return f"@{me.username}" if me.username else str(me.id)
+
+    try:
+        return asyncio.run(check())
+    except TelegramApiError as exc:
+        raise ValueError(f"Telegram refused the token ({exc.code}: {exc.description})") from None
+    except TelegramNetworkError as exc:
+        raise ValueError(f"could not reach Telegram to check the token ({exc}); --no-verify skips the check") from None
+
+
+def _where(channel: str, account: str | None, body: Any) -> dict[str, Any]:
+    """A merge patch putting ``body`` at the channel root or under ``accounts.<account>``."""
+    if account and account != "default":
+        return {"channels": {channel: {"accounts": {account: body}}}}
+    return {"channels": {channel: body}}
+
+
+def _add_patch(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+    key, env_var = _CREDENTIAL[args.channel]
+    token = _read_token(args, env_var)
+    if token is not None and not token:
+        raise ValueError("the token is empty")
+    body: dict[str, Any] = {"enabled": True}
+    if token is not None:
+        body[key] = token
+    if args.dm_policy:
+        body["dmPolicy"] = args.dm_policy
+    if args.allow_from:
+        body["allowFrom"] = list(args.allow_from)
+    if args.api_root:
+        body["apiRoot"] = args.api_root
+    bot = ""
+    if token is not None and not args.no_verify:
+        bot = _verify_telegram(token, args.api_root)
+    return _where(args.channel, args.account, body), bot
+
+
+def _apply(args: argparse.Namespace, paths: StatePaths, patch: dict[str, Any]) -> str:
+    """Apply ``patch`` through the running gateway, else to the file; say which."""
+    from homarus.cli.client import GatewayUnreachable, call
+
+    try:
+        current = call(args, paths, "config.get")
+    except GatewayUnreachable:
+        from homarus.config.store import ConfigStore
+
+        ConfigStore.open(paths).patch(patch)
+        return f"written to {paths.config_path}; it takes effect when the gateway starts (make run)"
+    call(args, paths, "config.patch", {"raw": json.dumps(patch), "baseHash": current.get("hash")})
+    return "applied to the running gateway"
+
+
+def _remove_patch(args: argparse.Namespace, paths: StatePaths) -> dict[str, Any]:
+    from homarus.config.loader import load_config
+
+    configured = load_config(paths).config.channels.configured()
+    channel = configured.get(args.channel)
+    if channel is None:
+        raise ValueError(f"channel {args.channel!r} is not configured")
+    if args.account and args.account not in channel.account_ids():
+        raise ValueError(f"channel {args.channel!r} has no account {args.account!r}")
+    named = bool(args.account) and args.account != "default"
+    if args.delete:
+        if named:
+            return _where(args.channel, args.account, None)
+        return {"channels": None} if list(configured) == [args.channel] else {"channels": {args.channel: None}}
+    return _where(args.channel, args.account, {"enabled": False})
+
+
+def _name(args: argparse.Namespace) -> str:
+    return f"{args.channel}/{args.account}" if args.account else str(args.channel)
+
+
+# -- dispatch --------------------------------------------------------------------------------------
+def run_channels(args: argparse.Namespace, paths: StatePaths) -> int:
+    from homarus.cli.client import GatewayCallError, GatewayUnreachable, call, fail
+    from homarus.errors import HomarusError
+
+    sub = args.channels_command
+    try:
+        if sub == "list":
+            return _list(args, paths)
+        if sub == "add":
+            if args.channel not in _CREDENTIAL:
+                known = ", ".join(sorted(_CREDENTIAL))
+                return fail(
+                    f"`channels add` sets up {known}; configure {args.channel} under channels.{args.channel} "
+                    "(homarus config set)",
+                    2,
+                )
+            patch, bot = _add_patch(args)
+            how = _apply(args, paths, patch)
+            print(f"{_name(args)} added{f' ({bot})' if bot else ''}: {how}")
+            print("DM the bot: it answers with a pairing code; approve it: homarus pairing approve <channel> <code>")
+            return 0
+        if sub == "remove":
+            how = _apply(args, paths, _remove_patch(args, paths))
+            print(f"{_name(args)} {'removed' if args.delete else 'disabled'}: {how}")
+            return 0
+        account = {"accountId": args.account} if getattr(args, "account", None) else {}
+        if sub == "status":
+            result = call(args, paths, "channels.status", {"probe": bool(args.probe)})
+        elif sub == "logout":
+            result = call(args, paths, "channels.logout", {"channel": args.channel, **account})
+        elif sub in ("replay", "drop"):
+            result = call(args, paths, f"channels.outbox.{sub}", {"id": args.id})
+        else:
+            return fail("usage: homarus channels {list,status,add,remove,logout,replay,drop}", 2)
+    except ValueError as exc:
+        return fail(str(exc), 2)
+    except GatewayCallError as exc:
+        return fail(str(exc.error.get("message", "request failed")))
+    except (GatewayUnreachable, HomarusError) as exc:
+        return fail(str(exc))
+    if args.json:
+        _print_json(result)
+    elif sub == "status":
+        _print_status(result)
+    elif sub == "logout":
+        done = result.get("loggedOut") or []
+        print(f"logged out: {', '.join(done)}" if done else f"{args.channel}: no running account to log out")
+    else:
+        print(f"dead letter {result.get('id')}: {result.get('status')}")
+    return 0
