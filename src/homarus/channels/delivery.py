@@ -161,7 +161,9 @@ class Delivery:
                 log.exception("channels: after-send handler failed for piece %s", row.id)
 
     async def _retry(self, row: OutboxRow, error: str, *, count: bool) -> None:
-        attempts = row.attempts + (1 if count else 0)
+        # ``row`` was read before this try: this try is attempt ``row.attempts + 1`` whether it was
+        # recorded by mark_sending or (``count``: the account was down) is recorded now
+        attempts = row.attempts + 1
         if attempts >= self.max_attempts:
             await self._dead(row, f"gave up after {attempts} attempts: {error}")
             return

@@ -251,6 +251,40 @@ class ChannelManager:
             "requireMention": settings.get("require_mention") is not False,
         }
 
+    def health(self) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+        """The ``health`` method's view (no store read): per channel its accounts' state, the
+        labels, and one line per account for ``status.channelSummary``."""
+        channels: dict[str, Any] = {}
+        labels: dict[str, str] = {}
+        lines: list[str] = []
+        for channel_id, cfg in self._config().channels.configured().items():
+            spec = self.specs.get(channel_id)
+            labels[channel_id] = spec.label if spec is not None else channel_id
+            accounts = {}
+            for account_id in cfg.account_ids():
+                acc = self.account_status(channel_id, account_id)
+                state = str(acc.get("state") or "stopped")
+                accounts[account_id] = {
+                    "accountId": account_id,
+                    "configured": True,
+                    "running": state in ("running", "degraded"),
+                    "state": state,
+                    **({"mode": acc["mode"]} if acc.get("mode") else {}),
+                    **({"lastError": acc["lastError"]} if acc.get("lastError") else {}),
+                }
+                detail = ", ".join(x for x in (account_id, str(acc.get("mode") or "")) if x)
+                error = f": {acc['lastError']}" if acc.get("lastError") else ""
+                lines.append(f"{labels[channel_id]}: {state} ({detail}){error}")
+            primary = accounts.get(cfg.primary_account, {})
+            channels[channel_id] = {
+                "configured": True,
+                "registered": spec is not None,
+                "accountId": cfg.primary_account,
+                "running": bool(primary.get("running")),
+                "accounts": accounts,
+            }
+        return channels, labels, lines
+
     def status(self) -> dict[str, Any]:
         channels: list[dict[str, Any]] = []
         configured = self._config().channels.configured()

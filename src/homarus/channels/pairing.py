@@ -136,7 +136,7 @@ class PairingStore:
             )
         return request
 
-    def dismiss(self, channel: str, code: str) -> PairingRequest:
+    def dismiss(self, channel: str, code: str, *, account_id: str | None = None) -> PairingRequest:
         code = code.strip().upper()
         with self.db.transaction() as tx:
             row = tx.execute(
@@ -144,8 +144,9 @@ class PairingStore:
                 " WHERE code=? AND channel=?",
                 (code, channel),
             ).fetchone()
-            if row is None:
-                raise NotFound(f"no pending {channel} pairing request with code {code}")
+            if row is None or (account_id is not None and row[1] != account_id):
+                where = f" on account {account_id}" if account_id is not None else ""
+                raise NotFound(f"no pending {channel} pairing request with code {code}{where}")
             tx.execute("DELETE FROM pairing_requests WHERE code=?", (code,))
         return _request(row)
 

@@ -1,9 +1,10 @@
 // Homarus Control UI: wiring of the client, the views and the connection banner.
 //
-// Views are switched by the URL hash (#/chat, #/approvals, #/status). The token lives in
+// Views are switched by the URL hash (#/chat, #/approvals, #/channels, #/status). The token lives in
 // localStorage under "homarus.token" and only ever travels inside the connect request.
 
 import { ApprovalsView } from "./approvals.js";
+import { ChannelsView } from "./channels.js";
 import { ChatView } from "./chat.js";
 import { GatewayClient, gatewayUrl } from "./client.js";
 import { clear, h } from "./dom.js";
@@ -12,7 +13,7 @@ import { StatusView } from "./status.js";
 
 const TOKEN_KEY = "homarus.token";
 const SESSION_KEY = "homarus.session";
-const VIEWS = ["chat", "approvals", "status"];
+const VIEWS = ["chat", "approvals", "channels", "status"];
 
 class App {
   constructor() {
@@ -28,6 +29,7 @@ class App {
     this.sessions = new SessionsView(this);
     this.approvals = new ApprovalsView(this);
     this.status = new StatusView(this);
+    this.channels = new ChannelsView(this);
     this.bannerTimer = null;
     this.wireLogin();
     window.addEventListener("hashchange", () => this.route());
@@ -146,7 +148,7 @@ class App {
     }
     const c = this.client;
     c.request("sessions.subscribe", {}).catch(() => {});
-    await Promise.all([this.sessions.refresh(), this.approvals.load(), this.chat.load()]);
+    await Promise.all([this.sessions.refresh(), this.approvals.load(), this.channels.load(), this.chat.load()]);
     this.root.dataset.ready = "1"; // first load done (tests and screenshots wait for this)
     if (this.view === "status") this.status.refresh();
     this.chat.updateButtons();
@@ -176,6 +178,12 @@ class App {
       case "plugin.approval.resolved":
         this.approvals.onResolved("plugin", payload);
         break;
+      case "channels.pairing.requested":
+        this.channels.onPairingRequested(payload);
+        break;
+      case "channels.pairing.resolved":
+        this.channels.onPairingResolved(payload);
+        break;
       case "shutdown":
         this.showBanner("disconnected", "The gateway is restarting; reconnecting when it is back…");
         break;
@@ -203,6 +211,7 @@ class App {
       else tab.removeAttribute("aria-current");
     }
     if (name === "status") this.status.refresh();
+    if (name === "channels") this.channels.refresh();
     if (name === "chat") document.getElementById("composer-input").focus();
   }
 

@@ -83,3 +83,15 @@ export function messageText(message) {
     .map((b) => b.text)
     .join("");
 }
+
+/** A status-page card: a titled section (``data-card`` is the title, lower-cased). */
+export function card(title, ...body) {
+  return h("section.card", { "data-card": title.toLowerCase() }, h("h3", null, title), ...body);
+}
+
+/** A data table; cells are nodes or text. */
+export function table(headers, rows, rowAttrs = () => null) {
+  return h("div.table-wrap", null, h("table.data", null,
+    h("thead", null, h("tr", null, headers.map((x) => h("th", null, x)))),
+    h("tbody", null, rows.map((r, i) => h("tr", rowAttrs(i), r.map((c) => h("td", null, c)))))));
+}

@@ -2,26 +2,16 @@
 // cron jobs. Methods this gateway does not have (or this token may not call) show as "not
 // available" instead of failing the page.
 
-import { clear, duration, h, relTime } from "./dom.js";
+import { card, clear, duration, h, relTime, table } from "./dom.js";
 
-function unavailable(err) {
+export function unavailable(err) {
   if (/unknown method/i.test(err.message)) return "Not available on this gateway.";
   if (/missing scope/i.test(err.message)) return `Not available with this token (${err.message}).`;
   return `Could not load: ${err.message}`;
 }
 
-function card(title, ...body) {
-  return h("section.card", { "data-card": title.toLowerCase() }, h("h3", null, title), ...body);
-}
-
 function kv(rows) {
   return h("dl.kv", null, rows.filter(([, v]) => v !== undefined && v !== null && v !== "").map(([k, v]) => [h("dt", null, k), h("dd", null, v)]));
-}
-
-function table(headers, rows) {
-  return h("div.table-wrap", null, h("table.data", null,
-    h("thead", null, h("tr", null, headers.map((x) => h("th", null, x)))),
-    h("tbody", null, rows.map((r) => h("tr", null, r.map((c) => h("td", null, c)))))));
 }
 
 function modelName(config) {

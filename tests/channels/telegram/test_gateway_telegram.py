@@ -268,3 +268,17 @@ async def test_the_bot_token_is_never_shown_or_logged(tmp_path: Path, caplog: py
     secret_part = fake.token.split(":")[1]
     assert secret_part not in caplog.text
     assert "bot<redacted>" in caplog.text or "<redacted>" in caplog.text  # httpx's URL lines were masked
+
+
+async def test_health_and_status_list_the_channel_and_its_accounts(tmp_path: Path) -> None:
+    with telegram_gateway(tmp_path, dmPolicy="allowlist", allowFrom=[OWNER]) as (gw, fake, _provider):
+        await wait_for(lambda: fake.method_calls("getUpdates"), what="polling")
+        client = await operator(gw)
+        health = (await client.request("health", {"probe": True}))["payload"]
+        assert health["channelOrder"] == ["telegram"] and health["channelLabels"] == {"telegram": "Telegram"}
+        telegram = health["channels"]["telegram"]
+        assert telegram["running"] is True and telegram["accountId"] == "default"
+        assert telegram["accounts"]["default"]["mode"] == "polling"
+        status = (await client.request("status"))["payload"]
+        assert status["channelSummary"] == ["Telegram: running (default, polling)"]
+        assert fake.token not in json.dumps(health) + json.dumps(status)

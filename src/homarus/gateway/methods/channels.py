@@ -17,7 +17,7 @@ from pydantic import Field
 from homarus.channels.pairing import MAX_PENDING, TTL_MS
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
-from homarus.security.scopes import ADMIN
+from homarus.security.scopes import ADMIN, PAIRING
 
 __all__: list[str] = []
 
@@ -220,6 +220,7 @@ async def pairing_approve(call: MethodCall, p: PairingApproveParams) -> dict[str
     request = await asyncio.to_thread(
         service.manager.pairing.approve, p.channel, p.request_id, account_id=p.account_id, by=by
     )
+    _resolved(call, request, "approved")
     bootstrap = "not-requested"
     if p.bootstrap_command_owner:
         bootstrap = await bootstrap_owner(call.gateway, f"{request.channel}:{request.sender_id}")
@@ -258,10 +259,20 @@ async def notify_approved(gw: Any, request: Any) -> str:
 
 async def pairing_dismiss(call: MethodCall, p: PairingDismissParams) -> dict[str, Any]:
     service = _service(call)
-    request = await asyncio.to_thread(service.manager.pairing.dismiss, p.channel, p.request_id)
-    if request.account_id != p.account_id:
-        raise NotFound(f"no pending {p.channel} pairing request {p.request_id} on account {p.account_id}")
+    request = await asyncio.to_thread(service.manager.pairing.dismiss, p.channel, p.request_id, account_id=p.account_id)
+    _resolved(call, request, "dismissed")
     return {"requestId": request.code, "senderId": request.sender_id}
+
+
+def _resolved(call: MethodCall, request: Any, decision: str) -> None:
+    payload = {
+        "requestId": request.code,
+        "channel": request.channel,
+        "accountId": request.account_id,
+        "senderId": request.sender_id,
+        "decision": decision,
+    }
+    call.gateway.bus.broadcast("channels.pairing.resolved", payload, guard=PAIRING)
 
 
 async def outbox_list(call: MethodCall, p: OutboxListParams) -> dict[str, Any]:

@@ -17,11 +17,14 @@ async def status(call: MethodCall, params: EmptyParams) -> dict[str, Any]:
     gw = call.gateway
     cfg = gw.config
     health = gw.health_summary()
+    summary: list[str] = []
+    if gw.built("channels"):
+        _channels, _labels, summary = gw.channels.manager.health()
     out: dict[str, Any] = {
         "runtimeVersion": __version__,
         "uptimeMs": gw.uptime_ms(),
         "heartbeat": {"defaultAgentId": cfg.agents.default_id, "agents": []},
-        "channelSummary": [],
+        "channelSummary": summary,
         "queuedSystemEvents": [],
         "connections": {"count": len(gw.connections), "presence": len(gw.presence.entries)},
         "sessions": {

@@ -30,6 +30,7 @@ from homarus.channels.access import Decision, decide
 from homarus.channels.routing import resolve_route
 from homarus.errors import HomarusError
 from homarus.plugins import events as ev
+from homarus.security.scopes import PAIRING
 
 if TYPE_CHECKING:
     from homarus.channels.inbox import InboxRow
@@ -195,6 +196,18 @@ class InboundDispatcher:
             msg.channel,
             msg.account_id,
             msg.sender_id,
+        )
+        self.gw.bus.broadcast(
+            "channels.pairing.requested",
+            {
+                "requestId": request.code,
+                "channel": msg.channel,
+                "accountId": msg.account_id,
+                "senderId": msg.sender_id,
+                "senderLabel": msg.sender_name or msg.sender_id,
+                "expiresAtMs": request.expires_at,
+            },
+            guard=PAIRING,
         )
         if self.gw.hooks.has("channel_pairing_requested"):
             event = ev.ChannelPairingRequestedEvent(msg.channel, msg.sender_id, request.code, msg.account_id, meta)

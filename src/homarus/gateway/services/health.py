@@ -26,13 +26,17 @@ def build_health(gateway: GatewayContext) -> dict[str, Any]:
             }
         )
     default = next(a for a in agents if a["isDefault"]) if agents else None
+    channels: dict[str, Any] = {}
+    labels: dict[str, str] = {}
+    if gateway.built("channels"):  # an unconfigured channel layer is never built for a probe
+        channels, labels, _lines = gateway.channels.manager.health()
     return {
         "ok": True,
         "ts": int(time.time() * 1000),
         "durationMs": round((time.perf_counter() - started) * 1000, 3),
-        "channels": {},
-        "channelOrder": [],
-        "channelLabels": {},
+        "channels": channels,
+        "channelOrder": list(channels),
+        "channelLabels": labels,
         "heartbeatSeconds": 0,
         "defaultAgentId": cfg.agents.default_id,
         "agents": agents,

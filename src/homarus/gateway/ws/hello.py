@@ -30,6 +30,8 @@ GATEWAY_EVENTS: Final = (
     "cron",
     "heartbeat",
     "exec.approval.resolved",
+    "channels.pairing.requested",
+    "channels.pairing.resolved",
 )
 
 
