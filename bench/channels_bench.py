@@ -43,7 +43,8 @@ def _config(fake: FakeTelegram | None, chats: Sequence[int]) -> dict[str, Any]:
     cfg: dict[str, Any] = {
         "agents": {"defaults": {"heartbeat": {"every": "0m"}}},
         "session": {"dmScope": "per-channel-peer"},
-        "messages": {"inbound": {"debounceMs": 0}},
+        # followup: every message is its own turn, so each echoed reply names exactly its message
+        "messages": {"inbound": {"debounceMs": 0}, "queue": {"mode": "followup"}},
     }
     if fake is not None:
         allowed = [LATENCY_CHAT, *chats]
@@ -72,7 +73,7 @@ def _wait(check: Any, timeout_s: float, what: str) -> None:
     while not check():
         if time.monotonic() > deadline:
             raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.0005)
+        time.sleep(0.005)  # the fake server shares this process: a tight loop here would slow it
 
 
 def _sent_at(fake: FakeTelegram, index: int) -> float:

@@ -44,6 +44,10 @@ MUST_STAY_LAZY = (
     "homarus.config.skills",
     "homarus.config.models",
     "homarus.config.automation",
+    "homarus.config.channels",
+    "homarus.channels",
+    "homarus.gateway.services.channel",
+    "markdown_it",
     "httpx",
     "numpy",
     "tokenizers",
@@ -75,7 +79,7 @@ async def main():
     await task
 
 asyncio.run(main())
-print(json.dumps(sorted(sys.modules)))
+print(json.dumps(sorted(name for name, module in sys.modules.items() if module is not None)))
 """
 
 
@@ -107,3 +111,26 @@ def test_the_probe_sees_the_gateway(modules: list[str]) -> None:
 def test_idle_subsystem_is_not_imported(modules: list[str], prefix: str) -> None:
     loaded = [m for m in modules if (m == prefix.rstrip(".") and not prefix.endswith(".")) or m.startswith(prefix)]
     assert loaded == [], f"imported at start although unused: {loaded}"
+
+
+#: what a gateway whose only extra is a chat channel still must not load before its first agent run
+LAZY_WITH_A_CHANNEL = (
+    "homarus.tools.exec",
+    "homarus.tools.web",
+    "homarus.tools.files",
+    "homarus.sandbox",
+    "homarus.gateway.services.exec",
+    "homarus.gateway.services.exec_approvals",
+    "homarus.agents.runtime",
+    "markdown_it",
+)
+
+
+def test_a_chat_channel_loads_its_plugin_not_the_tools(tmp_path: Path) -> None:
+    # a token for a Bot API nobody serves: the account fails to start, the gateway serves anyway
+    (tmp_path / "homarus.json").write_text(
+        json.dumps({"channels": {"telegram": {"botToken": "1:x", "apiRoot": "http://127.0.0.1:9"}}}), encoding="utf-8"
+    )
+    loaded = started_modules(tmp_path)
+    assert "homarus.channels.telegram.account" in loaded
+    assert [m for m in loaded if m.startswith(LAZY_WITH_A_CHANNEL)] == []

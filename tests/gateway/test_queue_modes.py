@@ -80,6 +80,35 @@ async def test_steer_injects_into_the_running_turn(tmp_path: Path) -> None:
         assert skipped and skipped[-1].text == "Skipped due to queued user message."
 
 
+async def test_steer_never_answers_a_message_before_earlier_ones_still_waiting(tmp_path: Path) -> None:
+    with run_gateway(tmp_path, config=_config("steer", maxConcurrent=1)) as gw:
+        other, first = asyncio.Event(), asyncio.Event()
+        provider = ScriptedProvider(
+            [Gate(other, Reply("elsewhere")), Gate(first, Reply("one")), Reply("two"), Reply("three")]
+        )
+        gw.gateway.models.overrides["test"] = provider
+        c = await _client(gw)
+        res = await c.request("chat.send", {"sessionKey": "other", "message": "x", "idempotencyKey": "o1"})
+        assert res["ok"]
+        await _started(provider, 1)  # the only main-lane slot is taken
+        await _send(c, "first", "q1")  # holds the session, waits for the main lane
+        await _send(c, "second", "q2")  # nothing active yet: waits in the session lane
+        lanes = gw.gateway.lanes
+        for _ in range(500):
+            if lanes.waiting("session:agent:main:main") == 1:
+                break
+            await asyncio.sleep(0.01)
+        gw.call_soon(other.set)
+        await _started(provider, 2)  # "first" runs now, "second" still waits
+        await _send(c, "third", "q3")  # steering it into "first" would answer it before "second"
+        await asyncio.sleep(0.1)
+        gw.call_soon(first.set)
+        for run_id in ("q1", "q2", "q3"):
+            assert (await _wait(c, run_id))["status"] == "ok"
+        asked = [_user_texts(r)[-1] for r in provider.requests[1:]]
+        assert asked == ["first", "second", "third"]
+
+
 async def test_followup_runs_after_the_current_run(tmp_path: Path) -> None:
     with run_gateway(tmp_path, config=_config("followup")) as gw:
         release = asyncio.Event()

@@ -40,6 +40,9 @@ class RunRequest:
     #: the entry point delivers the reply itself (a chat channel: its outbox, its own
     #: ``message_received`` / ``message_sending`` / ``message_sent`` hooks per message)
     external_delivery: bool = False
+    #: fields the session entry takes when the run starts (a chat's delivery context), written with
+    #: the run's own "running" update rather than as a separate rewrite of the session store
+    session_fields: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """What the run journal keeps so the run can be submitted again after a restart."""
@@ -61,6 +64,7 @@ class RunRequest:
             "origin": self.origin,
             "policyKey": self.policy_key.canonical if self.policy_key is not None else None,
             "externalDelivery": True if self.external_delivery else None,
+            "sessionFields": self.session_fields or None,
         }
         out.update({k: v for k, v in optional.items() if v is not None})
         return out
@@ -86,6 +90,7 @@ class RunRequest:
             resume=resume,
             policy_key=parse_session_key(str(data["policyKey"])) if data.get("policyKey") else None,
             external_delivery=bool(data.get("externalDelivery")),
+            session_fields=data.get("sessionFields") if isinstance(data.get("sessionFields"), dict) else None,
         )
 
 

@@ -121,14 +121,16 @@ class AgentRuntime:
             self.abort(key, origin="interrupt")
             self.lanes.clear(f"session:{key}")
             return await self.run(req)
-        if mode == "steer" and not active.compacting and not active.abort.is_set():
+        waiting = self.lanes.waiting(f"session:{key}")
+        # steering a message into the run while earlier ones still wait their turn would answer it
+        # before them: it waits behind them instead (as a followup)
+        if mode == "steer" and not waiting and not active.compacting and not active.abort.is_set():
             await self._starting(active.run_id, [req.run_id])
             message = UserMessage(request_content(req))
             active.owners[id(message)] = req.run_id  # written under its own run id (recovery reads it)
             active.steering.append(message)
             self.runs.alias(req.run_id, active)
             return await asyncio.shield(active.done)
-        waiting = next((s.waiting for s in self.lanes.stats() if s.lane == f"session:{key}"), 0)
         if waiting >= cfg.messages.queue.cap and cfg.messages.queue.drop == "new":
             raise Unavailable(f"session queue is full ({waiting} waiting); message dropped", retryable=True)
         if mode == "collect":
@@ -487,7 +489,8 @@ class AgentRuntime:
     ) -> tuple[SessionRef, list[Message], list[str], list[dict[str, Any]], list[Any], ResumePoint]:
         """Session entry (marked running), workspace, history, pending injections, bootstrap files,
         and for a resumed run where it stood (its interrupted tool calls closed as aborted first)."""
-        running = {"status": "running", "startedAt": active.started_at, "abortedLastRun": None}
+        running = {**(req.session_fields or {}), "status": "running", "startedAt": active.started_at}
+        running["abortedLastRun"] = None
         ref = self.sessions.ensure(req.session_key, update=running)
         workspace.ensure_workspace(ws)
         transcript = self.sessions.transcript_for(ref)

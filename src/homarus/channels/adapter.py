@@ -7,9 +7,11 @@ channel costs nothing) and drives the returned :class:`ChannelAccount`:
 
 * ``start()`` connects and begins receiving; each received batch goes to ``ctx.sink`` *before*
   the platform is acknowledged (``sink`` commits it durably, with the cursor that acknowledges it);
-* ``send(message, on_transmitted)`` sends one piece; it awaits ``on_transmitted()`` once the
-  request has been written to the platform (the outbox records it), and raises
-  :class:`SendFailed` with what the platform said;
+* ``send(message, on_transmitted)`` sends one piece; it awaits ``on_transmitted()`` (the outbox
+  records the piece as sent, without yielding) when the platform is about to have the whole
+  request: right before its last byte is written, so that a crash leaves either an incomplete
+  request the platform discards or a record that it was sent; it raises :class:`SendFailed` with
+  what the platform said;
 * ``typing(target)``, ``download(attachment, ...)``, ``webhook(...)``, ``health()``, ``stop()``,
   ``logout()``.
 """
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["AccountContext", "ChannelAccount", "ChannelSink", "ChannelSpec", "SendFailed", "Transmitted"]
 
-#: awaited by an account once a send's request has left (see the outbox's ``transmitted``)
+#: awaited by an account right before a send's last byte is written (see the outbox's ``transmitted``)
 Transmitted = Callable[[], Awaitable[None]]
 
 

@@ -133,7 +133,10 @@ class Delivery:
             return  # someone else took it (a replay, a concurrent loop)
 
         async def transmitted() -> None:
-            await asyncio.to_thread(self.outbox.mark_transmitted, row.id)
+            # committed on the loop's own thread, without yielding: the adapter writes its last
+            # byte right after this returns, and every other task waiting meanwhile would widen
+            # the gap between the record and the write
+            self.outbox.mark_transmitted(row.id)
 
         try:
             receipt = await account.send(row.message, transmitted)

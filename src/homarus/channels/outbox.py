@@ -1,15 +1,16 @@
 """Outbound pieces, recorded before they are sent, each under an idempotency key.
 
 A piece's life: ``pending`` → ``sending`` (recorded before the request leaves) → ``transmitted``
-(the request was written to the platform's socket) → ``sent`` (the platform answered with its
-message id). A failure puts it back to ``pending`` with a later ``next_at`` (backoff, or the
-platform's ``retry_after``), or ends it ``dead`` (visible, replayable); ``cancelled`` is a dead
-piece an operator dropped.
+(all of the request but its last byte is on the platform's socket, the last one follows this
+record) → ``sent`` (the platform answered with its message id). A failure puts it back to
+``pending`` with a later ``next_at`` (backoff, or the platform's ``retry_after``), or ends it
+``dead`` (visible, replayable); ``cancelled`` is a dead piece an operator dropped.
 
-After a crash (:meth:`Outbox.recover`): a ``sending`` piece never left, so it is sent again; a
-``transmitted`` one reached the platform, whose answer was lost with the process, so it counts as
-sent (``unconfirmed``) rather than risking a duplicate. Only the instant between the last request
-byte and the ``transmitted`` record (well under a millisecond) is ambiguous.
+After a crash (:meth:`Outbox.recover`): a ``sending`` piece never reached the platform whole (it
+discards an incomplete request), so it is sent again; a ``transmitted`` one did, and its answer was
+lost with the process, so it counts as sent (``unconfirmed``). Without an idempotency key on the
+platform's side no order of "send" and "record" is exact: this one leaves only the microseconds
+between the record's commit and the write of the last byte ambiguous (see the adapter's client).
 
 One conversation's pieces go out in order: only its oldest unfinished piece is ever due.
 """

@@ -188,7 +188,9 @@ class RemoteEmbeddingProvider:
         if self._client is None:
             import httpx
 
-            self._client = httpx.AsyncClient()
+            from homarus.tls import client_context
+
+            self._client = httpx.AsyncClient(verify=client_context())
             self._owns_client = True
         return self._client
 

@@ -358,7 +358,11 @@ class HttpAdapter:
         if self._client is None:
             import httpx
 
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(float(self.config.timeout_seconds)))
+            from homarus.tls import client_context
+
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(float(self.config.timeout_seconds)), verify=client_context()
+            )
         return self._client
 
     async def aclose(self) -> None:

@@ -148,6 +148,11 @@ class LaneQueue:
             return False
         return True
 
+    def waiting(self, name: str) -> int:
+        """How many tasks wait for a slot in lane ``name`` (0 for a lane never used)."""
+        lane = self._lanes.get(name)
+        return len(lane.waiting) if lane is not None else 0
+
     def stats(self) -> list[LaneStats]:
         return [
             LaneStats(name, lane.concurrency, lane.active, len(lane.waiting), lane.completed)

@@ -196,6 +196,10 @@ class GuardedClient:
             transport = self._transport
             if transport is None:
                 context = self._verify if isinstance(self._verify, ssl.SSLContext) else None
+                if context is None and self._verify is True:
+                    from homarus.tls import client_context
+
+                    context = client_context()
                 transport = PinnedTransport(context or httpx.create_ssl_context(verify=self._verify))
             self._client = httpx.AsyncClient(
                 transport=transport,

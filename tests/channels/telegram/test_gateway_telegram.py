@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from homarus.messages import ImageContent, UserMessage
-from homarus.providers.scripted import Reply, ScriptedProvider
+from homarus.providers.scripted import Gate, Reply, ScriptedProvider
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.fakes.telegram_server import BOT_ID, BOT_USERNAME, FakeTelegram, run_fake_telegram
 from tests.waiting import wait_for
@@ -98,12 +98,18 @@ async def test_an_unknown_sender_gets_a_pairing_code_and_nothing_else_until_appr
 async def test_owner_dm_runs_in_the_main_session_with_typing_formatting_and_chunks(tmp_path: Path) -> None:
     with telegram_gateway(tmp_path, dmPolicy="allowlist", allowFrom=[OWNER]) as (gw, fake, provider):
         long = "\n\n".join(f"Paragraph {i}: " + "word " * 150 for i in range(10))  # ~7.7 kB: two messages
-        provider.push(Reply("**Bold** and `code <x>`"), Reply(long))
+        thinking = asyncio.Event()
+        provider.push(Gate(thinking, Reply("**Bold** and `code <x>`")), Reply(long))
         fake.user_message(OWNER, "first")
+        # the model takes its time: the chat shows the bot typing meanwhile
+        await wait_for(
+            lambda: any(a["action"] == "typing" and str(a["chat_id"]) == str(OWNER) for a in fake.actions),
+            what="the typing indicator",
+        )
+        gw.call_soon(thinking.set)
         await wait_for(lambda: fake.texts_to(OWNER), what="the first answer")
         sent = fake.sent[-1]
         assert sent.params["parse_mode"] == "HTML" and sent.text == "<b>Bold</b> and <code>code &lt;x&gt;</code>"
-        assert any(a["action"] == "typing" and str(a["chat_id"]) == str(OWNER) for a in fake.actions)
         fake.user_message(OWNER, "second")
         await wait_for(lambda: len(fake.texts_to(OWNER)) == 3, what="the long answer in two pieces")
         pieces = fake.texts_to(OWNER)[1:]

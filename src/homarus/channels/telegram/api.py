@@ -24,13 +24,13 @@ import httpx
 
 from homarus.channels.telegram.models import File, Message, Update, User
 from homarus.security.log_redaction import protect, redact_secrets
+from homarus.tls import client_context
 
 __all__ = ["DEFAULT_API_ROOT", "BotApi", "TelegramApiError", "TelegramNetworkError"]
 
 DEFAULT_API_ROOT: Final = "https://api.telegram.org"
 #: what a long poll may take beyond its own ``timeout`` before the client gives up
 POLL_MARGIN_S: Final = 15.0
-_TRANSMITTED: Final = frozenset({"http11.send_request_body.complete", "http2.send_request_body.complete"})
 
 
 class TelegramApiError(Exception):
@@ -69,6 +69,7 @@ class BotApi:
             timeout=httpx.Timeout(timeout_s, connect=10.0),
             transport=transport,
             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
+            verify=client_context(),
         )
 
     async def aclose(self) -> None:
@@ -90,34 +91,47 @@ class BotApi:
     ) -> Any:
         """POST ``method``; the ``result`` of an ``ok`` answer, else raises TelegramApiError."""
         clean = {k: v for k, v in (params or {}).items() if v is not None}
-        extensions: dict[str, Any] = {}
-        if on_transmitted is not None:
-            fired = False
-
-            async def trace(event: str, info: dict[str, Any]) -> None:
-                nonlocal fired
-                if event in _TRANSMITTED and not fired:
-                    fired = True
-                    await on_transmitted()
-
-            extensions["trace"] = trace
         timeout = httpx.Timeout(timeout_s, connect=10.0) if timeout_s is not None else None
         try:
             if files:
                 data = {k: v if isinstance(v, str) else json.dumps(v) for k, v in clean.items()}
                 request = self._client.build_request(
-                    "POST", method, data=data, files=files, extensions=extensions, timeout=timeout or self._timeout
+                    "POST", method, data=data, files=files, timeout=timeout or self._timeout
                 )
             else:
-                request = self._client.build_request(
-                    "POST", method, json=clean, extensions=extensions, timeout=timeout or self._timeout
-                )
+                request = self._client.build_request("POST", method, json=clean, timeout=timeout or self._timeout)
+            if on_transmitted is not None:
+                request = self._marked(request, on_transmitted)
             response = await self._client.send(request)
         except httpx.TimeoutException:
             raise TelegramNetworkError(f"{method}: no answer from the Bot API in time") from None
         except httpx.HTTPError as exc:
             raise TelegramNetworkError(f"{method}: {redact_secrets(type(exc).__name__ + ': ' + str(exc))}") from None
         return _result(method, response)
+
+    def _marked(self, request: httpx.Request, on_transmitted: Callable[[], Awaitable[None]]) -> httpx.Request:
+        """``request`` with ``on_transmitted`` awaited just before its last body byte is written.
+
+        The platform acts on a request only once its whole body arrived (``Content-Length``), so
+        the record that it was sent is committed while the request is still incomplete: a crash
+        before that record leaves a request the platform discards (sent again after a restart), a
+        crash after it counts the piece as sent. Only the few microseconds between the commit and
+        the last byte's write are ambiguous (the piece could be lost there), against the
+        round trip of a commit if the record followed the write (a duplicate).
+        """
+        body = request.read()
+
+        async def chunks() -> Any:
+            if len(body) > 1:
+                yield body[:-1]
+            await on_transmitted()
+            yield body[-1:]
+
+        headers = {k: v for k, v in request.headers.items() if k.lower() != "transfer-encoding"}
+        headers["content-length"] = str(len(body))
+        return self._client.build_request(
+            request.method, request.url, headers=headers, content=chunks(), extensions=request.extensions
+        )
 
     # -- methods ----------------------------------------------------------------------------------------
     async def get_me(self) -> User:

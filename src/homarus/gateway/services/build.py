@@ -206,7 +206,10 @@ def plugin_approvals(gw: GatewayContext) -> ApprovalManager:
 def exec_approvals(gw: GatewayContext) -> ExecApprovals:
     from homarus.gateway.services.exec_approvals import ExecApprovals
 
-    return ExecApprovals(gw)
+    manager = ExecApprovals(gw)
+    if gw.built("channels"):  # a chat owner is a way to reach an operator
+        manager.routes.append(gw.channels)
+    return manager
 
 
 def channels(gw: GatewayContext) -> ChannelService:

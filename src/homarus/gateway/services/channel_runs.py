@@ -39,6 +39,8 @@ log = logging.getLogger("homarus.channels")
 
 KIND: Final = "channel"
 TYPING_EVERY_S: Final = 4.0
+#: a reply this quick needs no typing indicator (and the request would only delay it)
+TYPING_AFTER_S: Final = 0.25
 ERROR_TEXT: Final = "Sorry, something went wrong while answering ({reason}). Please try again."
 
 
@@ -77,6 +79,7 @@ def _origin(req: RunRequest) -> dict[str, Any]:
 
 
 async def _typing(gw: GatewayContext, target: Target) -> None:
+    await asyncio.sleep(TYPING_AFTER_S)
     while True:
         account = gw.channels.manager.account_for_target(target)
         if account is not None:

@@ -166,7 +166,10 @@ class ChannelService:
         first, last = messages[0], messages[-1]
         run_id = run_id_for(first)
         key = gw.sessions.resolve_key(route.session_key)
-        existing = await asyncio.to_thread(gw.journal.get, run_id)
+        # a redelivered batch already has its run: looked up first only when there is media to
+        # fetch (start_run itself refuses a run id it knows)
+        has_media = any(m.attachments for m in messages)
+        existing = await asyncio.to_thread(gw.journal.get, run_id) if has_media else None
         if existing is None:
             media = await fetch_media(gw, self, messages, key.canonical, route.agent_id)
             req = RunRequest(
@@ -192,6 +195,7 @@ class ChannelService:
                 if decision.trust == "owner"
                 else self._policy_key(first, key.canonical, route.agent_id),
                 external_delivery=True,
+                session_fields=self.session_fields(first),
             )
             params = {
                 "channel": first.channel,
@@ -202,11 +206,10 @@ class ChannelService:
             created, _ = await start_run(gw, req, KIND, params)
         else:
             created, req = False, None
-        await asyncio.to_thread(self._note_session, key, first)
-        await asyncio.to_thread(self.manager.inbox.mark, [r.id for r in batch], "dispatched", run_id=run_id)
         self._fire_received(messages, key.canonical, run_id, route.agent_id)
-        if created and req is not None:
+        if created and req is not None:  # journaled: it runs whatever happens to the inbox rows now
             _ = gw.spawn(run_and_deliver(gw, req))
+        await asyncio.to_thread(self.manager.inbox.mark, [r.id for r in batch], "dispatched", run_id=run_id)
 
     def _policy_key(self, msg: Any, session_key: str, agent_id: str) -> Any:
         """The non-main key whose policy a non-owner's run gets (its own session's when that is
@@ -217,13 +220,14 @@ class ChannelService:
             return parse_session_key(session_key)
         return parse_session_key(f"agent:{agent_id}:{msg.channel}:{msg.account_id}:direct:{msg.sender_id}".lower())
 
-    def _note_session(self, key: Any, msg: Any) -> None:
-        """Where the session's conversation lives (``sessions.list`` shows it; replies route back)."""
-        self.gw.sessions.ensure(key)
+    @staticmethod
+    def session_fields(msg: Any) -> dict[str, Any]:
+        """Where the session's conversation lives (``sessions.list`` shows it; replies route back);
+        the run writes it into the session entry as it starts."""
         delivery = {"channel": msg.channel, "to": msg.chat_id, "accountId": msg.account_id}
         if msg.thread_id:
             delivery["threadId"] = msg.thread_id
-        changes: dict[str, Any] = {
+        fields: dict[str, Any] = {
             "channel": msg.channel,
             "chatType": msg.chat_kind,
             "deliveryContext": delivery,
@@ -232,8 +236,8 @@ class ChannelService:
             "lastAccountId": msg.account_id,
         }
         if msg.chat_kind != "direct" and msg.chat_title:
-            changes["displayName"] = msg.chat_title[:200]
-        self.gw.sessions.update_entry(key, changes)
+            fields["displayName"] = msg.chat_title[:200]
+        return fields
 
     def _fire_received(self, messages: list[Any], session_key: str, run_id: str, agent_id: str) -> None:
         if not self.gw.hooks.has("message_received"):
@@ -303,7 +307,9 @@ def build_channels(gw: GatewayContext) -> ChannelService:
 async def start_channels(gw: GatewayContext) -> None:
     service = gw.channels
     await service.start()
-    gw.exec_approvals.routes.append(service)  # a chat owner is a way to reach an operator
+    # a chat owner is a way to reach an operator (added by the approvals' builder when built later)
+    if gw.built("exec_approvals") and service not in gw.exec_approvals.routes:
+        gw.exec_approvals.routes.append(service)
 
 
 async def stop_channels(gw: GatewayContext) -> None:
