@@ -7,7 +7,6 @@ never lose each other's updates.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import orjson
 from pydantic import ValidationError
 
 from homarus.errors import RuntimeFailure
@@ -57,7 +57,7 @@ class SessionStore:
         except FileNotFoundError:
             return {}
         try:
-            data = json.loads(raw)
+            data = orjson.loads(raw)
         except ValueError as exc:
             raise StoreCorrupt(f"{self.path} is not valid JSON ({exc}); fix or move it away") from None
         if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
@@ -82,11 +82,13 @@ class SessionStore:
         ensure_private_dir(self.path.parent)
         with file_lock(self.path, timeout=self.lock_timeout):
             entries = self.read()
-            before = json.dumps(entries, sort_keys=True)
+            # orjson: with a hundred sessions the store is tens of kB, serialized three times per
+            # update (two to see whether it changed), on the path of every agent turn
+            before = orjson.dumps(entries, option=orjson.OPT_SORT_KEYS)
             result = change(entries)
             self._maintain(entries)
-            if json.dumps(entries, sort_keys=True) != before:
-                atomic_write(self.path, json.dumps(entries, indent=2, ensure_ascii=False) + "\n", mode=0o600)
+            if orjson.dumps(entries, option=orjson.OPT_SORT_KEYS) != before:
+                atomic_write(self.path, orjson.dumps(entries, option=orjson.OPT_INDENT_2) + b"\n", mode=0o600)
             return result
 
     def _maintain(self, entries: Entries) -> None:
