@@ -78,14 +78,18 @@ def _origin(req: RunRequest) -> dict[str, Any]:
     return req.origin if isinstance(req.origin, dict) else {}
 
 
-async def _typing(gw: GatewayContext, target: Target) -> None:
-    await asyncio.sleep(TYPING_AFTER_S)
+async def _typing(gw: GatewayContext, target: Target, run_id: str) -> None:
+    """The typing indicator while the run works: not while it waits for its turn (a chat with ten
+    messages queued, a hundred chats waiting for a model slot), which would only flood the platform."""
     while True:
+        await asyncio.sleep(TYPING_AFTER_S)
+        if gw.runtime.runs.by_run_id(run_id) is None:
+            continue
         account = gw.channels.manager.account_for_target(target)
         if account is not None:
             with contextlib.suppress(Exception):
                 await account.typing(target)
-        await asyncio.sleep(TYPING_EVERY_S)
+        await asyncio.sleep(TYPING_EVERY_S - TYPING_AFTER_S)
 
 
 async def run_and_deliver(gw: GatewayContext, req: RunRequest) -> RunOutcome:
@@ -93,7 +97,7 @@ async def run_and_deliver(gw: GatewayContext, req: RunRequest) -> RunOutcome:
     origin = _origin(req)
     target = Target.from_json(origin["target"])
     gw.channels.active_runs[req.run_id] = origin
-    typing = asyncio.create_task(_typing(gw, target))
+    typing = asyncio.create_task(_typing(gw, target, req.run_id))
     try:
         try:
             outcome = await gw.runtime.submit(req)
