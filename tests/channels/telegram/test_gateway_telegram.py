@@ -288,3 +288,21 @@ async def test_health_and_status_list_the_channel_and_its_accounts(tmp_path: Pat
         status = (await client.request("status"))["payload"]
         assert status["channelSummary"] == ["Telegram: running (default, polling)"]
         assert fake.token not in json.dumps(health) + json.dumps(status)
+
+
+async def test_typing_shows_for_the_run_that_works_not_for_runs_waiting_their_turn(tmp_path: Path) -> None:
+    other = 333
+    with run_fake_telegram() as fake:
+        cfg = config(fake, dmPolicy="allowlist", allowFrom=[OWNER, other])
+        cfg["agents"]["defaults"]["maxConcurrent"] = 1  # one run at a time: the second chat waits
+        cfg["session"] = {"dmScope": "per-channel-peer"}
+        with run_gateway(tmp_path, config=cfg) as gw:
+            release = asyncio.Event()
+            gw.gateway.models.overrides["test"] = ScriptedProvider([Gate(release, Reply("done"))], then="echo")
+            fake.user_message(OWNER, "slow one")
+            await wait_for(lambda: any(str(a["chat_id"]) == str(OWNER) for a in fake.actions), what="typing")
+            fake.user_message(other, "me too")
+            await asyncio.sleep(1.0)  # the second chat's run is accepted and waits for the slot
+            assert not any(str(a["chat_id"]) == str(other) for a in fake.actions)
+            gw.call_soon(release.set)
+            await wait_for(lambda: fake.texts_to(other) == ["me too"], what="the second answer")
