@@ -50,10 +50,15 @@ class RunLog:
 
     def read(self, job_id: str, *, limit: int = 50, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
         """(entries newest first, skipping ``offset`` and at most ``limit``; total entries)."""
+        entries = self.entries(job_id)
+        return entries[offset : offset + limit], len(entries)
+
+    def entries(self, job_id: str) -> list[dict[str, Any]]:
+        """Every readable entry of one job, newest first (a torn or foreign line is skipped)."""
         try:
             raw = self.path_for(job_id).read_bytes()
         except FileNotFoundError:
-            return [], 0
+            return []
         entries: list[dict[str, Any]] = []
         for line in raw.splitlines():
             with contextlib.suppress(ValueError):
@@ -61,4 +66,21 @@ class RunLog:
                 if isinstance(item, dict):
                     entries.append(item)
         entries.reverse()
-        return entries[offset : offset + limit], len(entries)
+        return entries
+
+    def all_entries(self) -> list[dict[str, Any]]:
+        """Every job's entries, newest first (by ``ts``, then ``runAtMs``)."""
+        out: list[dict[str, Any]] = []
+        try:
+            names = sorted(p.name for p in self.directory.iterdir() if p.suffix == ".jsonl")
+        except FileNotFoundError:
+            return []
+        for name in names:
+            with contextlib.suppress(InvalidRequest):
+                out.extend(self.entries(name[: -len(".jsonl")]))
+        out.sort(key=lambda e: (_number(e.get("ts")), _number(e.get("runAtMs"))), reverse=True)
+        return out
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, Literal
 
 from pydantic import ValidationError
@@ -123,16 +123,43 @@ class CronService:
             "nextOffset": offset + len(page) if has_more else None,
         }
 
-    async def runs(self, job_id: str, *, limit: int = 50, offset: int = 0) -> dict[str, Any]:
-        entries, total = await asyncio.to_thread(self.runlog.read, job_id, limit=limit, offset=offset)
-        has_more = offset + len(entries) < total
+    async def runs(
+        self,
+        job_id: str | None,
+        *,
+        limit: int = 50,
+        offset: int = 0,
+        statuses: Collection[str] = (),
+        delivery_statuses: Collection[str] = (),
+        query: str | None = None,
+        ascending: bool = False,
+    ) -> dict[str, Any]:
+        """A page of run-log entries: one job's (``job_id``) or every job's (None), newest first
+        unless ``ascending``, filtered by status, delivery status and a text query."""
+        if job_id is not None:
+            entries = await asyncio.to_thread(self.runlog.entries, job_id)
+        else:
+            entries = await asyncio.to_thread(self.runlog.all_entries)
+        if statuses:
+            entries = [e for e in entries if e.get("status") in statuses]
+        if delivery_statuses:
+            entries = [e for e in entries if e.get("deliveryStatus") in delivery_statuses]
+        if query:
+            needle = query.casefold()
+            fields = ("jobName", "summary", "error", "jobId")
+            entries = [e for e in entries if any(needle in str(e.get(f) or "").casefold() for f in fields)]
+        if ascending:
+            entries.reverse()
+        total = len(entries)
+        page = entries[offset : offset + limit]
+        has_more = offset + len(page) < total
         return {
-            "entries": entries,
+            "entries": page,
             "total": total,
             "offset": offset,
             "limit": limit,
             "hasMore": has_more,
-            "nextOffset": offset + len(entries) if has_more else None,
+            "nextOffset": offset + len(page) if has_more else None,
         }
 
     # -- changes ---------------------------------------------------------------------------------

@@ -144,6 +144,34 @@ async def test_agent_hook_runs_with_transcript_and_delivery(tmp_path: Path) -> N
         assert delivered()
 
 
+async def test_wait_for_completion_answers_200_with_the_runs_completion(tmp_path: Path) -> None:
+    replies = [Reply("All green."), Reply("noted"), Reply(""), Reply("noted")]
+    with _gateway(tmp_path, replies) as gw:
+        async with httpx.AsyncClient(base_url=gw.http, timeout=30) as http:
+            body = {"message": "check", "name": "CI", "waitForCompletion": True}
+            done = await http.post("/hooks/agent", headers=AUTH, json=body)
+            assert done.status_code == 200, done.text
+            answer = done.json()
+            assert answer["ok"] is True and answer["completion"]["status"] == "ok"
+            assert answer["completion"]["replyDisposition"] == "visible"
+            assert answer["completion"]["delivered"] is True and answer["completion"]["deliveryAttempted"] is True
+            record = gw.gateway.journal.get(answer["runId"])
+            assert record is not None and record.status == "ok"  # it had ended when the answer came
+            quiet = await http.post("/hooks/agent", headers=AUTH, json={**body, "deliver": False})
+            assert quiet.json()["completion"] == {"status": "ok", "replyDisposition": "empty"}
+            # a retry of an accepted run waits for that run, and starts nothing new
+            keyed = {**AUTH, "Idempotency-Key": "wait-1"}
+            first = await http.post("/hooks/agent", headers=keyed, json={"message": "again", "deliver": False})
+            assert first.status_code == 202
+            retried = await http.post(
+                "/hooks/agent", headers=keyed, json={**body, "message": "again", "deliver": False}
+            )
+            assert retried.status_code == 200 and retried.json()["runId"] == first.json()["runId"]
+            assert retried.json()["completion"]["status"] == "ok"
+            bad = await http.post("/hooks/agent", headers=AUTH, json={"message": "x", "waitForCompletion": "yes"})
+            assert bad.status_code == 400 and bad.json() == {"ok": False, "error": "waitForCompletion must be boolean"}
+
+
 async def _wait_for_run(gw: RunningGateway, run_id: str, seconds: float = 15.0) -> Any:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:

@@ -102,6 +102,15 @@ async def test_agent_turn_job_runs_into_its_cron_session(tmp_path: Path) -> None
         runs = (await c.request("cron.runs", {"jobId": job["id"]}))["payload"]
         entry = runs["entries"][0]
         assert entry["status"] == "ok" and entry["sessionKey"] == key and entry["deliveryStatus"] == "delivered"
+        # the original's shapes: scope "job" with "id", scope "all", filters
+        scoped = (await c.request("cron.runs", {"scope": "job", "id": job["id"]}))["payload"]
+        assert scoped["entries"] == runs["entries"]
+        every = (await c.request("cron.runs", {"scope": "all", "statuses": ["ok"], "query": "digest"}))["payload"]
+        assert [e["jobId"] for e in every["entries"]] == [job["id"]] and every["total"] == 1
+        none = (await c.request("cron.runs", {"scope": "all", "status": "error"}))["payload"]
+        assert none["entries"] == [] and none["total"] == 0
+        no_id = await c.request("cron.runs", {"scope": "job"})
+        assert no_id["error"]["code"] == "INVALID_REQUEST" and 'scope "job" needs id' in no_id["error"]["message"]
         actions = [e["payload"]["action"] for e in c.events if e.get("event") == "cron"]
         assert actions[:3] == ["added", "started", "finished"]
         listed = (await c.request("cron.list"))["payload"]

@@ -8,7 +8,9 @@ client IP → 429 + ``Retry-After``; the token (``Authorization: Bearer``, ``X-H
 declared or streamed → 413, 30 s → 408, bad JSON → 400; empty or non-object JSON → ``{}``). The
 hook token authenticates nothing else, and the gateway token does not open hooks.
 
-``/agent`` is accepted at once (202 ``{ok, runId}``): the run is journaled before the answer, runs
+``/agent`` is accepted at once (202 ``{ok, runId}``), or with ``waitForCompletion: true`` answered
+when the run ended (200 ``{ok, runId, completion: {status, replyDisposition, delivered?, …}}``, the
+original's shape): the run is journaled before the answer, runs
 on the ``cron`` lane in its own session (``agent:<id>:hook:<uuid>`` unless policy allows a key), and
 a run accepted but never started is run after a restart. A reply is delivered as a system event
 on the main session (``deliver``, default true). External text is wrapped as untrusted content
@@ -21,6 +23,7 @@ a retry after a crash or a restart never starts a second run.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import logging
@@ -38,7 +41,7 @@ from homarus.errors import InvalidRequest
 from homarus.gateway.http.common import BodyError, read_json_body
 from homarus.gateway.http.hooks_mapping import HookAction, MappingFailed, TransformLoader, match_mapping, now_iso
 from homarus.gateway.http.hooks_mapping import resolve_action as mapping_action
-from homarus.gateway.services.hook_runs import accept_and_run
+from homarus.gateway.services.hook_runs import accept_and_run, wait_recorded
 from homarus.queue.dedupe import DedupeCache
 from homarus.security.auth import secrets_equal
 from homarus.security.external_content import wrap_external_content
@@ -185,6 +188,9 @@ class HooksEndpoint:
         timeout = body.get("timeoutSeconds")
         if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
             raise InvalidRequest("timeoutSeconds must be a positive number")
+        wait = body.get("waitForCompletion")
+        if wait is not None and not isinstance(wait, bool):
+            raise InvalidRequest("waitForCompletion must be boolean")
         thinking, name = body.get("thinking"), body.get("name")
         return HookAction(
             "agent",
@@ -197,7 +203,7 @@ class HooksEndpoint:
             model=model.strip() if isinstance(model, str) else None,
             thinking=thinking if isinstance(thinking, str) and thinking.strip() else None,
             timeout_seconds=math.floor(timeout) if timeout is not None else None,
-            extra={"requestSessionKey": "sessionKey" in body},
+            extra={"requestSessionKey": "sessionKey" in body, "wait": wait is True},
         )
 
     # -- policy ------------------------------------------------------------------------------------
@@ -236,6 +242,8 @@ class HooksEndpoint:
             dedupe_key = hashlib.sha256(f"{scope}\x00{idem}".encode()).hexdigest()
             cached = self.dedupe.get(dedupe_key)
             if cached is not None:
+                if action.kind == "agent" and action.extra.get("wait"):
+                    return await self._completed(str(cached.payload["runId"]), None, action)
                 return JSONResponse(cached.payload, status_code=200 if action.kind == "wake" else 202)
         if action.kind == "wake":
             text = action.text if action.allow_unsafe else wrap_external_content(action.text, source="Webhook")
@@ -260,11 +268,32 @@ class HooksEndpoint:
                 "timeoutSeconds": action.timeout_seconds,
                 "path": sub,
             }
-            await accept_and_run(gw, run_id, params)
+            _created, task = await accept_and_run(gw, run_id, params)
             payload = {"ok": True, "runId": run_id}
+            if dedupe_key is not None:
+                self.dedupe.put(dedupe_key, "accepted", payload=payload)
+            if action.extra.get("wait"):
+                return await self._completed(run_id, task, action)
+            return JSONResponse(payload, status_code=202)
         if dedupe_key is not None:
             self.dedupe.put(dedupe_key, "accepted", payload=payload)
-        return JSONResponse(payload, status_code=200 if action.kind == "wake" else 202)
+        return JSONResponse(payload, status_code=200)
+
+    async def _completed(self, run_id: str, task: asyncio.Task[dict[str, Any]] | None, action: HookAction) -> Response:
+        """``waitForCompletion``: 200 ``{ok, runId, completion}`` once the run ended (the original's
+        answer); a run that outlives its own timeout and a margin is answered 202 as if not waited."""
+        limit = float(action.timeout_seconds or self.gateway.config.agents.defaults.timeout_seconds) + 30.0
+        completion: dict[str, Any] | None
+        if task is not None:
+            try:
+                completion = await asyncio.wait_for(asyncio.shield(task), limit)
+            except TimeoutError:
+                completion = None
+        else:  # a retry of a run already accepted: the journal says when it ends
+            completion = await wait_recorded(self.gateway, run_id, limit)
+        if completion is None:
+            return JSONResponse({"ok": True, "runId": run_id, "pending": True}, status_code=202)
+        return JSONResponse({"ok": True, "runId": run_id, "completion": completion}, status_code=200)
 
 
 def hooks_routes(gateway: GatewayContext) -> list[Route]:

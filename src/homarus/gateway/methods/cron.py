@@ -74,9 +74,34 @@ class RunParams(_JobRef):
     mode: Literal["force", "due"] = "force"
 
 
-class RunsParams(_JobRef):
+class RunsParams(Params):
+    """One job's runs (``scope: "job"``, the default when an id is given) or every job's."""
+
+    scope: Literal["job", "all"] | None = None
+    id: str | None = Field(default=None, pattern=_JOB_ID)
+    job_id: str | None = Field(default=None, alias="jobId", pattern=_JOB_ID)
     limit: int = Field(default=50, ge=1, le=200)
     offset: int = Field(default=0, ge=0)
+    statuses: list[str] | None = Field(default=None, max_length=10)
+    status: str | None = Field(default=None, max_length=32)
+    delivery_statuses: list[str] | None = Field(default=None, alias="deliveryStatuses", max_length=10)
+    delivery_status: str | None = Field(default=None, alias="deliveryStatus", max_length=32)
+    query: str | None = Field(default=None, max_length=200)
+    sort_dir: Literal["asc", "desc"] = Field(default="desc", alias="sortDir")
+
+    @model_validator(mode="after")
+    def _scope(self) -> RunsParams:
+        if self.id is not None and self.job_id is not None and self.id != self.job_id:
+            raise ValueError("id and jobId differ")
+        if self.scope == "job" and self.ref is None:
+            raise ValueError('scope "job" needs id or jobId')
+        if self.scope == "all" and self.ref is not None:
+            raise ValueError('scope "all" takes no id')
+        return self
+
+    @property
+    def ref(self) -> str | None:
+        return self.job_id or self.id
 
 
 async def cron_status(call: MethodCall, p: EmptyParams) -> dict[str, Any]:
@@ -115,4 +140,14 @@ async def cron_run(call: MethodCall, p: RunParams) -> dict[str, Any]:
 
 
 async def cron_runs(call: MethodCall, p: RunsParams) -> dict[str, Any]:
-    return await call.gateway.cron.runs(p.ref, limit=p.limit, offset=p.offset)
+    statuses = [*(p.statuses or ()), *([p.status] if p.status else [])]
+    deliveries = [*(p.delivery_statuses or ()), *([p.delivery_status] if p.delivery_status else [])]
+    return await call.gateway.cron.runs(
+        p.ref,
+        limit=p.limit,
+        offset=p.offset,
+        statuses=statuses,
+        delivery_statuses=deliveries,
+        query=p.query,
+        ascending=p.sort_dir == "asc",
+    )
