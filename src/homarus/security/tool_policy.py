@@ -30,7 +30,7 @@ log = logging.getLogger("homarus.tools.policy")
 
 GROUPS: Mapping[str, tuple[str, ...]] = {
     "group:runtime": ("exec", "process"),
-    "group:fs": ("read", "write", "edit", "apply_patch"),
+    "group:fs": ("read", "write", "edit", "apply_patch", "ls", "find", "grep"),
     "group:sessions": ("sessions_list", "sessions_history", "sessions_send", "sessions_spawn", "session_status"),
     "group:memory": ("memory_search", "memory_get"),
     "group:web": ("web_search", "web_fetch"),

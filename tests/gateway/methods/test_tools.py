@@ -20,7 +20,7 @@ async def test_catalog_groups_and_profiles(gw: RunningGateway) -> None:
     assert [p["id"] for p in res["profiles"]] == ["minimal", "coding", "messaging", "full"]
     groups = {g["id"]: g for g in res["groups"]}
     fs = {t["id"]: t for t in groups["group:fs"]["tools"]}
-    assert set(fs) == {"read", "write", "edit", "apply_patch"}
+    assert set(fs) == {"read", "write", "edit", "apply_patch", "ls", "find", "grep"}
     assert "coding" in fs["read"]["defaultProfiles"] and "minimal" not in fs["read"]["defaultProfiles"]
     assert (await c.request("tools.catalog", {"agentId": "ghost"}))["error"]["message"] == 'unknown agent id "ghost"'
 

@@ -26,6 +26,9 @@ CORE_TOOL_NAMES: Final = frozenset(
         "cron",
         "edit",
         "exec",
+        "find",
+        "grep",
+        "ls",
         "memory_get",
         "memory_search",
         "process",
@@ -89,6 +92,7 @@ def core_tools(gateway: GatewayContext) -> CoreFirstRegistry:
         from homarus.tools.exec import make_exec_tools
         from homarus.tools.files import file_tools
         from homarus.tools.memory_tools import memory_tools
+        from homarus.tools.search import search_tools
         from homarus.tools.session_tools import session_tools
         from homarus.tools.subagents import subagent_tools
         from homarus.tools.web import WebSettings, make_web_tools
@@ -97,6 +101,7 @@ def core_tools(gateway: GatewayContext) -> CoreFirstRegistry:
         return [
             *session_tools(),
             *file_tools(),
+            *search_tools(),
             *make_web_tools(WebSettings.from_config(gateway.config.tools), lambda: gateway.web_client),
             *make_exec_tools(exec_policy, exec_backend),
             cron_tool(),
