@@ -110,3 +110,48 @@ async def test_gateway_tools_config_adjusts_the_http_deny_list(tmp_path: Path) -
         async with httpx.AsyncClient(base_url=gw.http) as http:
             res = await http.post("/tools/invoke", headers=AUTH, json={"tool": "current_time"})
             assert res.status_code == 404 and res.json()["error"]["message"] == "Tool not available: current_time"
+
+
+async def test_every_http_tool_call_is_in_the_audit_trail(tmp_path: Path) -> None:
+    from homarus.audit.log import read_records
+
+    with run_gateway(tmp_path) as gw:
+        gw.gateway.hooks.add(
+            HookRegistration(
+                "guard",
+                "before_tool_call",
+                lambda e, c: (
+                    ev.BeforeToolCallResult(block=True, block_reason="no") if e.tool_name == "session_status" else None
+                ),
+            )
+        )
+        async with httpx.AsyncClient(base_url=gw.http, headers={"user-agent": "audit-test/1"}) as http:
+            ok = await http.post(
+                "/tools/invoke", headers=AUTH, json={"tool": "current_time", "args": {"timezone": "UTC"}}
+            )
+            assert ok.status_code == 200
+            await http.post("/tools/invoke", headers=AUTH, json={"tool": "current_time", "args": {"tz": 1}})
+            await http.post("/tools/invoke", headers=AUTH, json={"tool": "session_status"})
+            await http.post("/tools/invoke", headers=AUTH, json={"tool": "exec", "args": {"command": "id"}})
+            secret = {"timezone": "UTC", "apiKey": "sk-abcdefghijklmnopqrstuvwxyz"}
+            await http.post("/tools/invoke", headers=AUTH, json={"tool": "current_time", "args": secret})
+            unauthenticated = await http.post("/tools/invoke", json={"tool": "current_time"})
+            assert unauthenticated.status_code == 401
+        records = read_records(gw.paths.state_dir / "logs", limit=100).records
+    calls = [r for r in records if r["type"] == "tool.call"]
+    starts = {r["runId"]: r for r in records if r["type"] == "run.start"}
+    assert [(c["tool"], c["decision"], c["status"]) for c in calls] == [
+        ("current_time", "allowed", "ok"),
+        ("current_time", "allowed", "error"),
+        ("session_status", "blocked:hook", "error"),
+        ("exec", "blocked:policy", "error"),
+        ("current_time", "allowed", "error"),  # apiKey is not an argument of current_time
+    ]
+    first = starts[calls[0]["runId"]]
+    assert first["trigger"] == "http" and first["origin"]["ip"] == "127.0.0.1"
+    assert first["origin"]["userAgent"] == "audit-test/1"
+    assert calls[0]["args"] == {"timezone": "UTC"} and isinstance(calls[0]["durationMs"], int)
+    assert calls[4]["args"]["apiKey"] == "[redacted]"
+    assert "sk-abcdefghijklmnop" not in json.dumps(records)
+    ends = [r for r in records if r["type"] == "run.end"]
+    assert len(ends) == 5  # the unauthenticated call left no trace beyond its 401
