@@ -45,6 +45,14 @@ def run(b: BwrapBackend, cmd: str, timeout: float = 10, env: dict[str, str] | No
     return asyncio.run(b.run(cmd, str(b.workspace), env or {}, timeout))
 
 
+def test_a_sandbox_workspace_needs_no_capability(backend: BwrapBackend) -> None:
+    # its workspace is the sandbox user's own: no CAP_DAC_OVERRIDE for anything inside
+    assert backend.dac_override is False
+    if backend.root_mode:
+        out = run(backend, "grep CapEff /proc/self/status")
+        assert out.stdout.split()[-1] == "0000000000000000", out.stdout
+
+
 def test_identity_and_workspace(backend: BwrapBackend) -> None:
     r = run(backend, "id -u; id -g; pwd; echo hi > f; cat f")
     assert r.stdout.split() == ["65534", "65534", "/workspace", "hi"], r

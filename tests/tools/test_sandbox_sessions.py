@@ -5,6 +5,7 @@ The exec cases start real bubblewrap sandboxes (skipped where bwrap is missing).
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -161,6 +162,30 @@ async def read_agent(ctx: ToolContext) -> ToolResult:
     """/agent is not mounted unless workspaceAccess is ro: it is just a path outside /workspace."""
     read = file_tools()[0].execute
     return await read(ctx, {"path": "/agent/notes.md"})
+
+
+@needs_bwrap
+async def test_rw_sandbox_works_on_the_agents_own_workspace_even_as_root(
+    make: Callable[..., SandboxSessions], agent_ws: Path
+) -> None:
+    """workspaceAccess rw mounts the agent workspace itself: a root-owned 0700 directory when the
+    gateway runs as root. The sandbox user (65534, never root) still works on it, and nothing on
+    disk is opened up for anyone else."""
+    os.chmod(agent_ws, 0o700)
+    (agent_ws / "private.md").write_text("mine\n")
+    os.chmod(agent_ws / "private.md", 0o600)
+    before = {p.name: (p.stat().st_mode, p.stat().st_uid) for p in [agent_ws, agent_ws / "private.md"]}
+    view = make(mode="all", workspaceAccess="rw").view_for("agent:main:g", "main")
+    assert view.root == agent_ws
+    exec_tool, _ = make_exec_tools(ExecPolicy("deny"))
+    result = await exec_tool.execute(
+        ctx_for(view), {"command": "pwd; id -u; cat private.md; echo more >> private.md; echo new > made.txt"}
+    )
+    assert not result.is_error, text_of(result)
+    assert text_of(result).splitlines()[1:4] == ["/workspace", "65534", "mine"], text_of(result)
+    assert (agent_ws / "private.md").read_text() == "mine\nmore\n" and (agent_ws / "made.txt").exists()
+    after = {p.name: (p.stat().st_mode, p.stat().st_uid) for p in [agent_ws, agent_ws / "private.md"]}
+    assert after == before  # no chmod, no chown
 
 
 @needs_bwrap

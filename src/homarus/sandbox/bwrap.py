@@ -14,8 +14,12 @@ The sandbox user is uid/gid 65534:
 
 * as host root, without a user namespace: ``bwrap`` keeps only CAP_SETUID/CAP_SETGID and
   ``setpriv`` switches to host uid 65534 (so RLIMIT_NPROC is enforced and host files owned by
-  root are not the sandbox's; the workspace must be writable by 65534, see
-  :func:`sandbox_workspace`);
+  root are not the sandbox's; a sandbox's own workspace is owned by 65534, see
+  :func:`sandbox_workspace`). When the mounted workspace is not the sandbox user's (the agent's
+  own workspace under ``workspaceAccess: rw``, owned by root and 0700), the sandbox user keeps
+  exactly one capability, CAP_DAC_OVERRIDE, so it can work on the files it was given; nothing on
+  disk is chmod-ed or chown-ed for it, and what it can reach is only what is mounted (the
+  workspace read-write, system directories read-only);
 * otherwise in a user namespace (``--unshare-user --uid 65534``), mapped to the gateway's uid.
 
 The wall-clock timeout kills ``bwrap``'s process group; ``--die-with-parent`` then kills the
@@ -87,6 +91,13 @@ def sandbox_workspace(state_dir: Path, scope_key: str, *, root: Path | None = No
     return path
 
 
+def _owner(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_uid
+    except OSError:
+        return None
+
+
 def _rlimits(limits: SandboxLimits) -> Callable[[], None]:
     values = (
         (resource.RLIMIT_AS, limits.memory_mb * 1024 * 1024),
@@ -148,6 +159,8 @@ class BwrapBackend:
         self.shell = shell
         self.setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
         self.root_mode = os.geteuid() == 0 and self.setpriv is not None and self.setpriv.startswith("/usr/")
+        #: the workspace is not the sandbox user's (see the module docstring)
+        self.dac_override = self.root_mode and _owner(self.workspace) != SANDBOX_UID
         self._etc = self._make_etc()
 
     # -- the command line -------------------------------------------------------------------
@@ -171,7 +184,8 @@ class BwrapBackend:
         if self.root_mode:
             args = ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
             args += [] if self.network else ["--unshare-net"]
-            return [*args, "--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            caps = ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+            return [*args, *caps, *(["--cap-add", "CAP_DAC_OVERRIDE"] if self.dac_override else [])]
         args = ["--unshare-all", "--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID)]
         return [*args, *(["--share-net"] if self.network else []), "--cap-drop", "ALL"]
 
@@ -221,7 +235,8 @@ class BwrapBackend:
             assert self.setpriv is not None
             drop = [self.setpriv, "--reuid", str(SANDBOX_UID), "--regid", str(SANDBOX_GID), "--clear-groups"]
             enter = [self.shell, "-c", 'cd -- "$1" || exit 126; shift; exec "$@"', "sh", inner_cwd]
-            return [*drop, "--inh-caps=-all", "--no-new-privs", "--", *enter, *argv]
+            caps = ["--inh-caps=-all,+dac_override", "--ambient-caps=+dac_override"] if self.dac_override else []
+            return [*drop, *(caps or ["--inh-caps=-all"]), "--no-new-privs", "--", *enter, *argv]
         return argv
 
     def prepare(self, command: str | Sequence[str], cwd: str, env: Mapping[str, str]) -> Launch:
