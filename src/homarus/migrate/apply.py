@@ -1,0 +1,284 @@
+"""The migration plan for an OpenClaw state, and carrying it out into a Homarus state directory.
+
+:func:`plan` decides everything without writing (``--dry-run`` prints it); :func:`apply` writes
+what the plan carries. Re-running is idempotent: a session whose id is already there, a cron job
+whose id is already there, a workspace file already identical are skipped; a workspace file that
+differs is kept as Homarus has it (and reported); the existing ``homarus.json`` is backed up
+before it is replaced by itself merged with the carried keys. Nothing in the source is written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from homarus.config.paths import StatePaths
+from homarus.config.store import merge_patch
+from homarus.cron.models import CronJob
+from homarus.fs import atomic_write, ensure_private_dir
+from homarus.migrate.config_map import PlanItem, map_config
+from homarus.migrate.source import OpenClawState, SessionRecord
+from homarus.sessions.transcript_schema import CURRENT_VERSION, ENTRY_ADAPTER
+
+__all__ = ["MigrationPlan", "apply", "plan"]
+
+WORKSPACE_FILES: Final = (
+    "AGENTS.md",
+    "SOUL.md",
+    "USER.md",
+    "IDENTITY.md",
+    "TOOLS.md",
+    "HEARTBEAT.md",
+    "MEMORY.md",
+    "BOOTSTRAP.md",
+)
+WORKSPACE_DIRS: Final = ("memory", "skills")
+_ENTRY_FIELDS: Final = ("sessionId", "updatedAt", "createdAt", "label", "displayName", "model", "modelProvider")
+
+
+@dataclass(slots=True)
+class MigrationPlan:
+    items: list[PlanItem] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    files: list[tuple[Path, Path]] = field(default_factory=list)
+    sessions: list[tuple[SessionRecord, list[dict[str, Any]], dict[str, Any]]] = field(default_factory=list)
+    cron_jobs: list[CronJob] = field(default_factory=list)
+    approvals: dict[str, Any] | None = None
+
+    def add(self, kind: str, what: str, action: str, detail: str = "") -> None:
+        self.items.append(PlanItem(kind, what, action, detail))
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for item in self.items:
+            out[item.action] = out.get(item.action, 0) + 1
+        return out
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _plan_workspace(src: Path | None, target: Path, out: MigrationPlan) -> None:
+    if src is None:
+        out.add("file", "workspace", "skip", "no workspace found in the source")
+        return
+    pairs: list[tuple[Path, Path]] = [(src / name, target / name) for name in WORKSPACE_FILES]
+    for dirname in WORKSPACE_DIRS:
+        base = src / dirname
+        if base.is_dir():
+            pairs += [(p, target / p.relative_to(src)) for p in sorted(base.rglob("*")) if p.is_file()]
+    for s, t in pairs:
+        if not s.is_file() or s.is_symlink():
+            continue
+        rel = str(s.relative_to(src))
+        if t.exists():
+            if t.is_file() and _digest(t) == _digest(s):
+                out.add("file", rel, "skip", "already there")
+            else:
+                out.add("file", rel, "keep", "Homarus's own copy differs and is kept")
+            continue
+        out.files.append((s, t))
+        out.add("file", rel, "carry", str(t))
+
+
+def _clean_job(raw: dict[str, Any], out: MigrationPlan) -> CronJob | None:
+    name = str(raw.get("name") or raw.get("id"))
+    if raw.get("declarationKey"):
+        out.add("cron", name, "skip", f"created by the original itself ({raw['declarationKey']})")
+        return None
+    job = {k: v for k, v in raw.items() if k not in ("declarationKey", "displayName", "configRevision")}
+    job.setdefault("updatedAtMs", job.get("createdAtMs", int(time.time() * 1000)))
+    dropped: list[str] = []
+    for _ in range(50):
+        try:
+            return _carried_job(CronJob.model_validate(job), name, dropped, out)
+        except ValidationError as exc:
+            path = exc.errors()[0]["loc"]
+            node: Any = job
+            for part in path[:-1]:
+                if isinstance(node, dict) and part in node:
+                    node = node[part]  # parts that are not keys are union tags ("agentTurn")
+            if not isinstance(node, dict) or path[-1] not in node:
+                out.add("cron", name, "error", f"not valid in Homarus: {exc.errors()[0]['msg']}")
+                return None
+            del node[path[-1]]
+            dropped.append(".".join(str(p) for p in path))
+    out.add("cron", name, "error", "could not be made valid")
+    return None
+
+
+def _carried_job(job: CronJob, name: str, dropped: list[str], out: MigrationPlan) -> CronJob:
+    note = f"left out: {', '.join(dropped)}" if dropped else ""
+    out.add("cron", name, "carry", note)
+    return job
+
+
+def _short_id(source_id: str, taken: set[str]) -> str:
+    digest = hashlib.sha256(source_id.encode()).hexdigest()
+    for start in range(0, len(digest) - 8):
+        candidate = digest[start : start + 8]
+        if candidate not in taken:
+            taken.add(candidate)
+            return candidate
+    raise ValueError("no free entry id")  # 56 collisions in a row: not in this universe
+
+
+def _plan_session(rec: SessionRecord, workspace: Path, out: MigrationPlan) -> None:
+    what = f"{rec.key} ({rec.session_id})"
+    lines = [line for line in rec.lines[1:]]
+    kept: list[dict[str, Any]] = []
+    previous: str | None = None
+    skipped = 0
+    taken: set[str] = set()
+    for line in lines:
+        if line is None:
+            skipped += 1
+            continue
+        entry = dict(line)
+        # Homarus ids are 8 hex digits; OpenClaw's newer ones are UUIDs: derived, the chain relinked
+        entry["id"] = _short_id(str(line.get("id") or len(taken)), taken)
+        entry["parentId"] = previous  # a skipped line must not leave a dangling link
+        try:
+            ENTRY_ADAPTER.validate_python(entry)
+        except ValidationError:
+            taken.discard(entry["id"])
+            skipped += 1
+            continue
+        previous = entry["id"]
+        kept.append(entry)
+    header = {"type": "session", "version": CURRENT_VERSION, "id": rec.session_id, "cwd": str(workspace)}
+    first = rec.lines[0] if rec.lines else None
+    header["timestamp"] = str((first or {}).get("timestamp") or "")
+    entry = {k: rec.entry[k] for k in _ENTRY_FIELDS if rec.entry.get(k) is not None}
+    entry.setdefault("sessionId", rec.session_id)
+    entry.setdefault("updatedAt", int(time.time() * 1000))
+    entry["sessionFile"] = f"{rec.session_id}.jsonl"
+    out.sessions.append((rec, [header, *kept], entry))
+    detail = f"{len(kept)} transcript entries" + (f", {skipped} unreadable or invalid left out" if skipped else "")
+    out.add("session", what, "carry", detail)
+
+
+def plan(
+    state: OpenClawState,
+    paths: StatePaths,
+    *,
+    workspace: Path,
+    existing_sessions: set[str],
+    existing_jobs: frozenset[str] | set[str] = frozenset(),
+) -> MigrationPlan:
+    """Everything the migration would do, decided from the source and what the target holds."""
+    out = MigrationPlan()
+    for where, what in state.problems:
+        out.add("source", where, "error", what)
+    note = f"its files are copied to {workspace}" if state.workspace is not None else None
+    out.config, items = map_config(state.config, workspace_note=note)
+    out.items.extend(items)
+    _plan_workspace(state.workspace, workspace, out)
+    for rec in state.sessions:
+        if rec.session_id in existing_sessions:
+            out.add("session", f"{rec.key} ({rec.session_id})", "skip", "already migrated")
+        else:
+            _plan_session(rec, workspace, out)
+    for raw in state.cron_jobs:
+        if isinstance(raw, dict) and raw.get("id") in existing_jobs:
+            out.add("cron", str(raw.get("name") or raw.get("id")), "skip", "already migrated")
+            continue
+        job = _clean_job(raw, out) if isinstance(raw, dict) else None
+        if job is not None:
+            out.cron_jobs.append(job)
+    if state.exec_approvals:
+        out.approvals = state.exec_approvals
+        patterns = _approval_patterns(state.exec_approvals)
+        out.add(
+            "approvals", "exec approvals", "carry", f"{len(patterns)} allowlist pattern(s); socket settings left out"
+        )
+    return out
+
+
+def _approval_patterns(raw: dict[str, Any]) -> list[str]:
+    patterns: list[str] = []
+    for agent in (raw.get("agents") or {}).values():
+        for entry in (agent or {}).get("allowlist") or []:
+            pattern = entry.get("pattern") if isinstance(entry, dict) else None
+            if isinstance(pattern, str) and pattern not in patterns:
+                patterns.append(pattern)
+    return patterns
+
+
+def apply(out: MigrationPlan, paths: StatePaths, *, sessions_dir: Callable[[str], Path], cron_store: Path) -> list[str]:
+    """Write what ``out`` carries; returns what was backed up."""
+    backups: list[str] = []
+    config_path = paths.config_path
+    existing: dict[str, Any] = {}
+    if config_path.is_file():
+        existing = json.loads(config_path.read_text(encoding="utf-8") or "{}")
+    merged = merge_patch(existing, out.config)
+    if merged != existing:
+        if config_path.is_file():
+            backup = config_path.with_name(f"{config_path.name}.bak-{int(time.time() * 1000)}")
+            shutil.copy2(config_path, backup)
+            backups.append(str(backup))
+        atomic_write(config_path, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+    for src, target in out.files:
+        ensure_private_dir(target.parent)
+        atomic_write(target, src.read_bytes(), mode=0o644)
+    if out.sessions:
+        _write_sessions(out, sessions_dir)
+    if out.cron_jobs:
+        _write_cron(out.cron_jobs, cron_store)
+    if out.approvals:
+        _write_approvals(out.approvals, paths.state_dir)
+    return backups
+
+
+def _write_sessions(out: MigrationPlan, sessions_dir: Callable[[str], Path]) -> None:
+    from homarus.sessions.store import SessionStore
+
+    for agent_id in sorted({rec.agent_id for rec, _, _ in out.sessions}):
+        directory = ensure_private_dir(sessions_dir(agent_id))
+        mine = [(rec, lines, entry) for rec, lines, entry in out.sessions if rec.agent_id == agent_id]
+        for rec, lines, _entry in mine:  # transcripts first: an entry never names a missing file
+            body = b"".join(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n" for line in lines)
+            atomic_write(directory / f"{rec.session_id}.jsonl", body)
+
+        def change(entries: dict[str, dict[str, Any]], mine: list[Any] = mine) -> None:
+            for rec, _lines, entry in mine:
+                if rec.key not in entries:
+                    entries[rec.key] = entry
+
+        SessionStore(directory / "sessions.json").update(change)
+
+
+def _write_cron(jobs: list[CronJob], path: Path) -> None:
+    from homarus.cron.store import CronStore
+
+    store = CronStore(path)
+    store.load()
+    for job in jobs:
+        store.jobs.setdefault(job.id, job)
+    ensure_private_dir(path.parent)
+    store.write(store.snapshot())
+
+
+def _write_approvals(raw: dict[str, Any], state_dir: Path) -> None:
+    from homarus.security import exec_approvals_file as approvals
+
+    path = approvals.approvals_path(state_dir)
+    current = approvals.load(path) if path.exists() else approvals.ExecApprovalsFile()
+    defaults = raw.get("defaults") or {}
+    policy = approvals.ExecPolicySettings(
+        defaults.get("security") or current.policy.security,
+        defaults.get("ask") or current.policy.ask,
+        defaults.get("askFallback") or current.policy.ask_fallback,
+    )
+    patterns = [*current.patterns, *(p for p in _approval_patterns(raw) if p not in current.patterns)]
+    approvals.save(path, approvals.ExecApprovalsFile(policy, tuple(patterns), dict(current.added_at_ms)))
