@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from homarus.queue.journal import RunJournal
     from homarus.queue.lanes import LaneQueue
     from homarus.security.approvals import ApprovalManager
+    from homarus.security.devices import DeviceStore
     from homarus.security.ratelimit import SlidingWindowBudget
     from homarus.security.ssrf import GuardedClient
     from homarus.sessions.manager import SessionManager
@@ -123,6 +124,7 @@ class GatewayContext(Protocol):
     plugin_approvals: ApprovalManager
     exec_approvals: ExecApprovals
     channels: ChannelService
+    devices: DeviceStore
     audit_log: AuditLog
     raw_stream_log: AuditLog
 

@@ -70,6 +70,8 @@ class ClientInfo:
     model_identifier: str | None = None
     caps: frozenset[str] = frozenset()
     connected_at_ms: int = 0
+    #: the paired device this connection proved it holds (None: no device, or not paired)
+    device_id: str | None = None
 
     def origin(self) -> dict[str, Any]:
         """Who this is, for the audit trail (no secrets: ids and names the client declared)."""

@@ -20,7 +20,8 @@ import httpx
 import pytest
 
 from homarus.gateway.http import common as http_common
-from homarus.providers.scripted import Reply, ScriptedProvider
+from homarus.messages import Context
+from homarus.providers.scripted import Reply, Responder, ScriptedProvider
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 
 HOOK_TOKEN = "hook-secret-0123456789abcdef"
@@ -145,8 +146,13 @@ async def test_agent_hook_runs_with_transcript_and_delivery(tmp_path: Path) -> N
 
 
 async def test_wait_for_completion_answers_200_with_the_runs_completion(tmp_path: Path) -> None:
-    replies = [Reply("All green."), Reply("noted"), Reply(""), Reply("noted")]
-    with _gateway(tmp_path, replies) as gw:
+    def respond(context: Context) -> Reply:
+        # by content, not by order: the delivery of one run wakes a main-session turn meanwhile
+        last = str(context.messages[-1].content) if context.messages else ""
+        return Reply("" if "stay quiet" in last else "All green.")
+
+    with _gateway(tmp_path) as gw:
+        gw.gateway.models.overrides["test"] = ScriptedProvider([Responder(respond)], then="repeat")
         async with httpx.AsyncClient(base_url=gw.http, timeout=30) as http:
             body = {"message": "check", "name": "CI", "waitForCompletion": True}
             done = await http.post("/hooks/agent", headers=AUTH, json=body)
@@ -157,7 +163,9 @@ async def test_wait_for_completion_answers_200_with_the_runs_completion(tmp_path
             assert answer["completion"]["delivered"] is True and answer["completion"]["deliveryAttempted"] is True
             record = gw.gateway.journal.get(answer["runId"])
             assert record is not None and record.status == "ok"  # it had ended when the answer came
-            quiet = await http.post("/hooks/agent", headers=AUTH, json={**body, "deliver": False})
+            quiet = await http.post(
+                "/hooks/agent", headers=AUTH, json={**body, "message": "stay quiet", "deliver": False}
+            )
             assert quiet.json()["completion"] == {"status": "ok", "replyDisposition": "empty"}
             # a retry of an accepted run waits for that run, and starts nothing new
             keyed = {**AUTH, "Idempotency-Key": "wait-1"}

@@ -88,6 +88,13 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("channels.outbox.replay", _P + "channels:outbox_replay", ADMIN, "OutboxItemParams", advertised=False),
     _M("channels.outbox.drop", _P + "channels:outbox_drop", ADMIN, "OutboxItemParams", advertised=False),
     _M("send", _P + "channels:send", WRITE, "SendParams"),
+    _M("device.pair.list", _P + "devices:pair_list", PAIRING),
+    _M("device.pair.approve", _P + "devices:pair_approve", PAIRING, "RequestParams"),
+    _M("device.pair.reject", _P + "devices:pair_reject", PAIRING, "RequestParams"),
+    _M("device.pair.remove", _P + "devices:pair_remove", PAIRING, "DeviceParams"),
+    _M("device.pair.rename", _P + "devices:pair_rename", PAIRING, "RenameParams"),
+    _M("device.token.rotate", _P + "devices:token_rotate", PAIRING, "TokenParams"),
+    _M("device.token.revoke", _P + "devices:token_revoke", PAIRING, "TokenParams"),
 )
 
 

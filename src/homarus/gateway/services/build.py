@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from homarus.providers.registry import ModelRegistry
     from homarus.queue.journal import RunJournal
     from homarus.security.approvals import ApprovalManager
+    from homarus.security.devices import DeviceStore
     from homarus.security.ssrf import GuardedClient
     from homarus.sessions.manager import SessionManager
     from homarus.tools.base import ToolRegistry
@@ -212,6 +213,12 @@ def exec_approvals(gw: GatewayContext) -> ExecApprovals:
     return manager
 
 
+def devices(gw: GatewayContext) -> DeviceStore:
+    from homarus.security.devices import DeviceStore
+
+    return DeviceStore(gw.paths.state_dir / "devices.sqlite")
+
+
 def channels(gw: GatewayContext) -> ChannelService:
     from homarus.gateway.services.channels import build_channels
 
@@ -257,6 +264,7 @@ SERVICES: Final = {
     "plugin_approvals": plugin_approvals,
     "exec_approvals": exec_approvals,
     "channels": channels,
+    "devices": devices,
     "audit_log": audit_log,
     "raw_stream_log": raw_stream_log,
 }
@@ -287,6 +295,7 @@ class LazyServices:
     plugin_approvals: ApprovalManager
     exec_approvals: ExecApprovals
     channels: ChannelService
+    devices: DeviceStore
     audit_log: AuditLog
     raw_stream_log: AuditLog
 

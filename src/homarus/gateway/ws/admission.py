@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs
 
+from homarus.gateway.ws.device_pairing import device_by_token, pair_or_request
 from homarus.protocol.frames import ErrorShape
 from homarus.security.auth import check_shared_secret
 from homarus.security.device import DeviceProof, verify_device
@@ -26,6 +28,17 @@ if TYPE_CHECKING:
 __all__ = ["Admission"]
 
 log = logging.getLogger("homarus.gateway")
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A connect that passed: its scopes, and the paired device it proved (with a token to hand
+    back once, when one was issued now)."""
+
+    scopes: frozenset[str]
+    device_id: str | None = None
+    device_token: str | None = None
+    token_issued_at: int | None = None
 
 
 class Admission:
@@ -62,8 +75,10 @@ class Admission:
         else:
             self._preauth.pop(ip, None)
 
-    def authenticate(self, req: ConnectRequest, ip: str, nonce: str = "") -> frozenset[str] | ErrorShape:
-        """Check the shared secret; returns the granted scopes or the error to send."""
+    def authenticate(
+        self, req: ConnectRequest, ip: str, nonce: str = "", *, local: bool = False
+    ) -> Admitted | ErrorShape:
+        """Check the shared secret (or a paired device's token); the granted scopes, or the error."""
         auth = self.gateway.auth
         limited = auth.limited(ip)
         if limited and (wait := auth.limiter.retry_after(ip)) is not None:
@@ -84,6 +99,8 @@ class Admission:
             failure = self._device_failure(req, nonce)
             if failure is not None:
                 return failure
+        requested = frozenset(s for s in (req.params.scopes or []) if s in ALL_OPERATOR_SCOPES)
+        requested = requested if req.role == "operator" else frozenset()
         decision = check_shared_secret(
             auth.mode,  # type: ignore[arg-type]
             auth.shared_secret,
@@ -91,6 +108,10 @@ class Admission:
             creds.password if creds else None,
         )
         if not decision.ok:
+            by_token = device_by_token(self.gateway, req, requested) if req.params.device is not None else None
+            if by_token is not None:
+                auth.limiter.reset(ip)
+                return Admitted(by_token.scopes, by_token.device_id, None, by_token.issued_at)
             if limited and decision.code is not None and decision.code.endswith("MISMATCH"):
                 # only a wrong secret is a guess; a missing one burns no slot
                 auth.limiter.record_failure(ip)
@@ -99,10 +120,12 @@ class Admission:
                 code="INVALID_REQUEST", message=decision.message or "unauthorized", details=decision.details()
             )
         auth.limiter.reset(ip)
-        if req.role != "operator":
-            return frozenset()
-        requested = req.params.scopes or []
-        return frozenset(s for s in requested if s in ALL_OPERATOR_SCOPES)
+        if req.params.device is None:
+            return Admitted(requested)
+        admitted = pair_or_request(self.gateway, req, requested, ip, local=local)
+        if isinstance(admitted, ErrorShape):
+            return admitted
+        return Admitted(admitted.scopes, admitted.device_id, admitted.token, admitted.issued_at)
 
     @staticmethod
     def _device_failure(req: ConnectRequest, nonce: str) -> ErrorShape | None:

@@ -150,16 +150,31 @@ class WSConnection:
         if refused is not None:
             self._reject(hs.reject(refused))
             return False
-        decision = self.hub.admission.authenticate(outcome, self.ip, hs.nonce)
+        decision = self.hub.admission.authenticate(outcome, self.ip, hs.nonce, local=self._local())
         if isinstance(decision, ErrorShape):
             self._reject(hs.reject(decision))
             return False
-        self.info = self._client_info(outcome, decision)
+        self.info = self._client_info(outcome, decision.scopes)
+        self.info.device_id = decision.device_id
         ext = self.scope.get("extensions", {}).get(MAX_SIZE_EXTENSION)
         if ext is not None:
             ext["set"](MAX_PAYLOAD_BYTES)
-        self.push(orjson.dumps(hs.accept(hello_payload(self.gateway, self.info)).response).decode())
+        hello = hello_payload(self.gateway, self.info)
+        if decision.device_id is not None:
+            device_auth: dict[str, Any] = {"role": self.info.role, "scopes": sorted(decision.scopes)}
+            if decision.device_token is not None:
+                device_auth["deviceToken"] = decision.device_token
+            if decision.token_issued_at is not None:
+                device_auth["issuedAtMs"] = decision.token_issued_at
+            hello["auth"] = {**hello.get("auth", {}), **device_auth}
+        self.push(orjson.dumps(hs.accept(hello).response).decode())
         return True
+
+    def _local(self) -> bool:
+        """A direct loopback connection: no proxy in between that could carry someone else."""
+        names = {k.decode("latin-1").lower() for k, _ in self.scope.get("headers", [])}
+        forwarded = {"forwarded", "x-forwarded-for", "x-real-ip", "x-forwarded-host"} & names
+        return is_loopback_host(self.ip) and not forwarded
 
     def _origin_refusal(self) -> ErrorShape | None:
         """Check h: a browser page may connect only from the gateway's own origin or an allowed one."""

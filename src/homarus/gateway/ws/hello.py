@@ -32,6 +32,8 @@ GATEWAY_EVENTS: Final = (
     "exec.approval.resolved",
     "channels.pairing.requested",
     "channels.pairing.resolved",
+    "device.pair.requested",
+    "device.pair.resolved",
 )
 
 

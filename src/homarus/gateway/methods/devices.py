@@ -1,0 +1,104 @@
+"""``device.pair.list|approve|reject|remove|rename`` and ``device.token.rotate|revoke``
+(operator.pairing, as the original's method scopes). Removing a device or revoking or rotating its
+token closes the device's open sockets at once (4001): what it could do ends with the answer."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from pydantic import Field
+
+from homarus.errors import NotFound
+from homarus.gateway.router import MethodCall, Params
+from homarus.protocol.limits import CloseCode
+from homarus.security.scopes import PAIRING
+
+__all__: list[str] = []
+
+_ID = Field(min_length=1, max_length=128)
+
+
+class RequestParams(Params):
+    request_id: str = Field(alias="requestId", min_length=1, max_length=64)
+
+
+class DeviceParams(Params):
+    device_id: str = Field(alias="deviceId", min_length=1, max_length=128)
+
+
+class RenameParams(DeviceParams):
+    display_name: str = Field(alias="displayName", min_length=1, max_length=100)
+
+
+class TokenParams(DeviceParams):
+    role: str = Field(default="operator", pattern="^(operator|node)$")
+
+
+def _close_device(call: MethodCall, device_id: str, reason: str) -> int:
+    closed = 0
+    for conn in list(call.gateway.connections.values()):
+        info = getattr(conn, "info", None)
+        if info is not None and info.device_id == device_id:
+            conn.close(CloseCode.AUTH_CHANGED, reason)
+            closed += 1
+    return closed
+
+
+def _resolved(call: MethodCall, request_id: str, device_id: str, decision: str) -> None:
+    payload = {"requestId": request_id, "deviceId": device_id, "decision": decision, "ts": int(time.time() * 1000)}
+    call.gateway.bus.broadcast("device.pair.resolved", payload, guard=PAIRING)
+
+
+async def pair_list(call: MethodCall, p: Params) -> dict[str, Any]:
+    store = call.gateway.devices
+    pending = await asyncio.to_thread(store.pending)
+    paired = await asyncio.to_thread(store.paired)
+    return {"pending": [r.to_json() for r in pending], "paired": [d.to_json() for d in paired]}
+
+
+async def pair_approve(call: MethodCall, p: RequestParams) -> dict[str, Any]:
+    store = call.gateway.devices
+    request = await asyncio.to_thread(store.take, p.request_id)
+    by = call.client.display_name or call.client.client_id
+    meta = {**request.meta, "approvedBy": by}
+    await asyncio.to_thread(
+        store.pair, request.device_id, request.public_key, request.role, list(request.scopes), meta, by
+    )
+    # the token issued here is not shown: the device gets its own on its next connect
+    _resolved(call, request.request_id, request.device_id, "approved")
+    device = await asyncio.to_thread(store.get, request.device_id)
+    return {"requestId": request.request_id, "device": device.to_json() if device else None}
+
+
+async def pair_reject(call: MethodCall, p: RequestParams) -> dict[str, Any]:
+    request = await asyncio.to_thread(call.gateway.devices.take, p.request_id)
+    _resolved(call, request.request_id, request.device_id, "rejected")
+    return {"requestId": request.request_id, "deviceId": request.device_id}
+
+
+async def pair_remove(call: MethodCall, p: DeviceParams) -> dict[str, Any]:
+    if not await asyncio.to_thread(call.gateway.devices.remove, p.device_id):
+        raise NotFound(f"unknown device: {p.device_id}")
+    closed = _close_device(call, p.device_id, "device removed")
+    return {"deviceId": p.device_id, "removed": True, "closedConnections": closed}
+
+
+async def pair_rename(call: MethodCall, p: RenameParams) -> dict[str, Any]:
+    if not await asyncio.to_thread(call.gateway.devices.rename, p.device_id, p.display_name):
+        raise NotFound(f"unknown device: {p.device_id}")
+    return {"deviceId": p.device_id, "displayName": p.display_name}
+
+
+async def token_rotate(call: MethodCall, p: TokenParams) -> dict[str, Any]:
+    token = await asyncio.to_thread(call.gateway.devices.rotate, p.device_id, p.role)
+    closed = _close_device(call, p.device_id, "device token rotated")
+    return {"deviceId": p.device_id, "role": p.role, "token": token, "closedConnections": closed}
+
+
+async def token_revoke(call: MethodCall, p: TokenParams) -> dict[str, Any]:
+    if not await asyncio.to_thread(call.gateway.devices.revoke, p.device_id, p.role):
+        raise NotFound(f"no {p.role} token for device {p.device_id}")
+    closed = _close_device(call, p.device_id, "device token revoked")
+    return {"deviceId": p.device_id, "role": p.role, "revoked": True, "closedConnections": closed}
