@@ -60,6 +60,10 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             from homarus.cli.pairing_cmd import run_pairing
 
             return run_pairing(args, paths)
+        elif args.command == "devices" and args.devices_command:
+            from homarus.cli.devices_cmd import run_devices
+
+            return run_devices(args, paths)
         elif args.command == "migrate" and args.migrate_command:
             from homarus.cli.migrate_cmd import run_migrate
 

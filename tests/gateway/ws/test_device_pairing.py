@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives import serialization
@@ -136,3 +138,37 @@ async def test_a_flood_of_new_devices_from_one_address_is_refused(gw: RunningGat
         _, res = await Phone().connect(gw, token=TEST_TOKEN, headers=REMOTE)
         codes.append(res["error"]["code"])
     assert codes[:5] == ["NOT_PAIRED"] * 5 and codes[5:] == ["UNAVAILABLE", "UNAVAILABLE"]
+
+
+async def test_the_cli_lists_approves_and_revokes_devices(tmp_path: Path) -> None:
+    import asyncio
+
+    from tests.gateway_process import json_out, run_cli, scrubbed_env, start_gateway, write_config
+
+    state = tmp_path / "state"
+    write_config(state, json.dumps({"gateway": {"auth": {"token": TEST_TOKEN}}}))
+    env = scrubbed_env(state)
+    with start_gateway(env) as proc:
+        proc.wait_listening()
+        url = ("--url", proc.url)
+
+        class Live:
+            url = proc.url
+
+        phone = Phone()
+        _, waiting = await phone.connect(Live, token=TEST_TOKEN, headers=REMOTE)  # type: ignore[arg-type]
+        request_id = waiting["error"]["details"]["requestId"]
+        listed = await asyncio.to_thread(run_cli, env, "devices", "list", *url)
+        assert f"pending  {request_id}  Ada's phone" in listed.stdout
+        approved = await asyncio.to_thread(run_cli, env, "devices", "approve", request_id, *url)
+        assert approved.returncode == 0 and "approved" in approved.stdout
+        paired = json_out(await asyncio.to_thread(run_cli, env, "devices", "list", "--json", *url))["paired"]
+        assert [d["deviceId"] for d in paired] == [phone.id]
+        _, ok = await phone.connect(Live, token=TEST_TOKEN, headers=REMOTE)  # type: ignore[arg-type]
+        token = ok["payload"]["auth"]["deviceToken"]
+        revoked = await asyncio.to_thread(run_cli, env, "devices", "revoke", phone.id, *url)
+        assert revoked.returncode == 0 and "revoked" in revoked.stdout
+        _, refused = await phone.connect(Live, device_token=token)  # type: ignore[arg-type]
+        assert refused["ok"] is False
+        bad = await asyncio.to_thread(run_cli, env, "devices", "approve", "nope", *url)
+        assert bad.returncode == 1 and "unknown or expired" in bad.stderr
