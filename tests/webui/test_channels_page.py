@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from homarus.providers.scripted import Reply, ScriptedProvider
+from tests.conftest import TEST_TOKEN
 from tests.fakes.telegram_server import FakeTelegram, run_fake_telegram
 from tests.webui.harness import Served, served
 from tests.webui.test_browser import _close_contexts, _connected, _open  # noqa: F401 - the fixture too
@@ -82,3 +83,39 @@ def test_pairing_is_approved_and_a_dead_letter_sent_again_from_the_page(
     assert fake.texts_to(OWNER) == ["you will get this eventually"]
     assert fake.token not in page.content()
     assert watch.errors == []
+
+
+def test_a_device_waiting_to_pair_is_approved_from_the_page(browser: Browser, tmp_path: Path) -> None:
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.gateway.ws.test_device_pairing import REMOTE, Phone
+
+    with served(tmp_path, {"agents": {"defaults": {"heartbeat": {"every": "0m"}}}}) as gw:
+
+        class Live:
+            url = f"ws://127.0.0.1:{gw.port}"
+
+        async def attempt(phone: Phone) -> dict[str, Any]:
+            client, res = await phone.connect(Live, token=TEST_TOKEN, headers=REMOTE)  # type: ignore[arg-type]
+            await client.ws.close()
+            return res
+
+        def connect(phone: Phone) -> dict[str, Any]:
+            # Playwright's sync API keeps its own loop running in this thread: the client gets one
+            with ThreadPoolExecutor(1) as pool:
+                return pool.submit(asyncio.run, attempt(phone)).result(timeout=30)
+
+        page, watch = _open(browser, gw)
+        _connected(page)
+        page.click("a[data-tab=channels]")
+        page.wait_for_selector("[data-card=devices] >> text=No device has asked to pair")
+        phone = Phone()
+        assert connect(phone)["error"]["code"] == "NOT_PAIRED"
+        page.wait_for_selector("#channels-badge >> text=1")
+        page.wait_for_selector("[data-card=devices] >> text=Ada's phone")
+        page.click("[data-device-request] [data-decision=approve]")
+        page.wait_for_selector("[data-card=devices] >> text=paired")
+        page.wait_for_selector("#channels-badge", state="hidden")
+        assert connect(phone)["ok"] is True
+        assert watch.errors == []

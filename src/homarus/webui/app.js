@@ -184,6 +184,10 @@ class App {
       case "channels.pairing.resolved":
         this.channels.onPairingResolved(payload);
         break;
+      case "device.pair.requested":
+      case "device.pair.resolved":
+        this.channels.onDevicePairing(payload);
+        break;
       case "shutdown":
         this.showBanner("disconnected", "The gateway is restarting; reconnecting when it is back…");
         break;

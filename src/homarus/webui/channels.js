@@ -1,6 +1,6 @@
 // The channels page: each chat channel account (state, mode, who may DM it, last error, start and
-// stop), the pairing requests waiting for the owner (approve or reject), and the dead letters of
-// the outbox (send again or drop). Kept live from `channels.pairing.*` events; the rest is
+// stop), the pairing requests waiting for the owner (approve or reject), the dead letters of the
+// outbox (send again or drop), and the devices (apps) waiting to pair with the gateway or paired. Kept live from `channels.pairing.*` events; the rest is
 // refreshed when the page is shown and every few seconds while it is.
 
 import { card, clear, duration, h, table } from "./dom.js";
@@ -14,6 +14,7 @@ export class ChannelsView {
     this.grid = document.getElementById("channels-grid");
     this.badge = document.getElementById("channels-badge");
     this.pending = new Map(); // requestId -> request
+    this.devicesPending = 0;
     this.commandOwnerConfigured = true;
     document.getElementById("channels-refresh").addEventListener("click", () => this.refresh());
     setInterval(() => {
@@ -32,7 +33,8 @@ export class ChannelsView {
 
   // pending requests at connect time (for the tab's badge), whatever page is shown
   async load() {
-    const listed = await this.call("channels.pairing.list", {});
+    const [listed, devices] = await Promise.all([this.call("channels.pairing.list", {}), this.call("device.pair.list", {})]);
+    this.devicesPending = devices.ok ? (devices.value.pending || []).length : 0;
     this.setPending(listed.ok ? listed.value : null);
     if (this.app.view === "channels") await this.refresh();
   }
@@ -44,7 +46,7 @@ export class ChannelsView {
   }
 
   paintBadge() {
-    const n = this.pending.size;
+    const n = this.pending.size + this.devicesPending;
     this.badge.hidden = n === 0;
     this.badge.textContent = String(n);
   }
@@ -61,6 +63,14 @@ export class ChannelsView {
     else if (isNew) this.app.toast(`Pairing request from ${payload.senderLabel || payload.senderId} (${payload.channel})`, "warn", "#/channels");
   }
 
+  onDevicePairing() {
+    if (this.app.view === "channels") this.refresh();
+    else this.call("device.pair.list", {}).then((r) => {
+      this.devicesPending = r.ok ? (r.value.pending || []).length : 0;
+      this.paintBadge();
+    });
+  }
+
   onPairingResolved(payload) {
     if (!payload?.requestId || !this.pending.delete(payload.requestId)) return;
     this.paintBadge();
@@ -71,20 +81,25 @@ export class ChannelsView {
     if (!this.app.client?.connected || this.busy) return;
     this.busy = true;
     try {
-      const [status, pairing] = await Promise.all([this.call("channels.status", {}), this.call("channels.pairing.list", {})]);
+      const [status, pairing, devices] = await Promise.all([
+        this.call("channels.status", {}), this.call("channels.pairing.list", {}), this.call("device.pair.list", {}),
+      ]);
+      this.devicesPending = devices.ok ? (devices.value.pending || []).length : 0;
       if (pairing.ok) this.setPending(pairing.value);
+      else this.paintBadge();
       clear(this.grid);
+      const devicesCard = this.devicesCard(devices);
       if (!status.ok) {
-        this.grid.append(card("Channels", h("p.error-text", null, unavailable(status.error))));
+        this.grid.append(card("Channels", h("p.error-text", null, unavailable(status.error))), devicesCard);
         return;
       }
       const s = status.value;
       if (!(s.channelOrder || []).length) {
         this.grid.append(card("Channels", h("p.muted", null, "No chat channel is configured. Add a Telegram bot with ",
-          h("code", null, "homarus channels add telegram"), " (a token from @BotFather), or under channels.telegram in the config.")));
+          h("code", null, "homarus channels add telegram"), " (a token from @BotFather), or under channels.telegram in the config.")), devicesCard);
         return;
       }
-      this.grid.append(this.accountsCard(s), this.pairingCard(pairing), this.deliveryCard(s.delivery || {}));
+      this.grid.append(this.accountsCard(s), this.pairingCard(pairing), this.deliveryCard(s.delivery || {}), devicesCard);
     } finally {
       this.busy = false;
     }
@@ -155,6 +170,27 @@ export class ChannelsView {
       h("p.muted.small", null, facts || "Nothing sent yet."),
       dead.length ? [h("h4", null, `Dead letters (${dead.length})`), table(["#", "To", "Message", "Error", ""], rows, (i) => ({ "data-dead": String(dead[i].id) }))]
         : h("p.muted", null, "No dead letters: every reply was delivered or is on its way."));
+  }
+
+  devicesCard(devices) {
+    if (!devices.ok) return card("Devices", h("p.muted", null, unavailable(devices.error)));
+    const pending = devices.value.pending || [];
+    const paired = devices.value.paired || [];
+    const rows = [
+      ...pending.map((d) => [
+        h("span.pill.warn", null, "waiting"), d.displayName || d.clientId || "?", d.platform || "", `${d.remoteIp || ""}`,
+        h("span.row-actions", { "data-device-request": d.requestId },
+          h("button.primary.small", { type: "button", "data-decision": "approve", onclick: (ev) => this.act(ev, "device.pair.approve", { requestId: d.requestId }) }, "Approve"),
+          h("button.danger.small", { type: "button", "data-decision": "reject", onclick: (ev) => this.act(ev, "device.pair.reject", { requestId: d.requestId }) }, "Reject")),
+      ]),
+      ...paired.map((d) => [
+        h("span.pill.ok", null, "paired"), d.displayName || d.clientId || "?", d.platform || "", d.deviceId.slice(0, 12) + "…",
+        h("span.row-actions", { "data-device": d.deviceId },
+          h("button.ghost.small", { type: "button", "data-action": "remove", onclick: (ev) => this.act(ev, "device.pair.remove", { deviceId: d.deviceId }) }, "Remove")),
+      ]),
+    ];
+    return card("Devices", rows.length ? table(["", "Device", "Platform", "From / id", ""], rows)
+      : h("p.muted", null, "No device has asked to pair. The original's phone and desktop apps pair here when they connect from another machine."));
   }
 
   tickCountdowns(root = this.grid) {
