@@ -62,9 +62,15 @@ async def test_patch_validates_fields_and_scope(gw: RunningGateway) -> None:
     assert missing["error"]["message"] == "session not found: agent:main:nobody"
     malformed = await c.request("sessions.patch", {"key": "agent:bad id:x", "label": "x"})
     assert malformed["error"]["message"].startswith('malformed session key "agent:bad id:x"')
-    reader = await _client(gw, ["operator.read", "operator.write"])
-    denied = await reader.request("sessions.patch", {"key": "p1", "label": "x"})
+    writer = await _client(gw, ["operator.read", "operator.write"])
+    # the original's v4 rule: a label or a model choice is a writer's; the rest an admin's
+    assert (await writer.request("sessions.patch", {"key": "p1", "label": "x"}))["ok"]
+    denied = await writer.request("sessions.patch", {"key": "p1", "sendPolicy": "deny"})
     assert denied["error"]["message"] == "missing scope: operator.admin"
+    reader = await _client(gw, ["operator.read"])
+    assert (await reader.request("sessions.patch", {"key": "p1", "label": "y"}))["error"]["message"] == (
+        "missing scope: operator.write"
+    )
 
 
 async def test_reset_and_delete_archive_transcripts(gw: RunningGateway) -> None:

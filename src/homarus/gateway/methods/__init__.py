@@ -37,7 +37,8 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("sessions.subscribe", _P + "sessions:sessions_subscribe", READ),
     _M("sessions.unsubscribe", _P + "sessions:sessions_unsubscribe", READ),
     _M("sessions.create", _P + "sessions:sessions_create", WRITE, "CreateParams"),
-    _M("sessions.patch", _P + "sessions:sessions_patch", ADMIN, "SessionPatch"),
+    # operator.write for the fields a client UI sets, operator.admin for the rest (in the handler)
+    _M("sessions.patch", _P + "sessions:sessions_patch", WRITE, "SessionPatch"),
     _M("sessions.reset", _P + "sessions:sessions_reset", ADMIN, "ResetParams"),
     _M("sessions.delete", _P + "sessions:sessions_delete", ADMIN, "DeleteParams"),
     _M("agent", _P + "agent:agent", WRITE, "AgentParams"),

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from typing import Any
+from typing import Any, Final
 
 from pydantic import Field
 
@@ -17,6 +17,7 @@ from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
 from homarus.gateway.services.session_events import emit_session_changed
 from homarus.plugins import events as ev
+from homarus.security.scopes import ADMIN, require_scope
 from homarus.sessions.entry import SessionPatch
 from homarus.sessions.manager import SessionManager
 from homarus.sessions.views import preview_items, session_row, visible_messages
@@ -200,10 +201,17 @@ async def sessions_create(call: MethodCall, p: CreateParams) -> dict[str, Any]:
     return out
 
 
+#: what ``operator.write`` may change with ``sessions.patch`` (the original's v4 rule: a client's own
+#: presentation of a session and its model choices); anything else needs ``operator.admin``
+WRITE_PATCH_FIELDS: Final = frozenset({"label", "displayName", "model", "thinkingLevel", "fastMode"})
+
+
 async def sessions_patch(call: MethodCall, p: SessionPatch) -> dict[str, Any]:
     mgr = _mgr(call)
     key = mgr.resolve_key(p.key)
     changes = p.changes()
+    if not set(changes) <= WRITE_PATCH_FIELDS:
+        require_scope("sessions.patch", ADMIN, call.client.scopes)
     if "model" in changes:  # a model choice is an override of the agent default
         changes["modelOverride"] = changes.pop("model")
     ref = await asyncio.to_thread(mgr.update_entry, key, changes)
