@@ -150,3 +150,52 @@ def test_a_damaged_source_is_reported_line_by_line_and_the_rest_migrates(tmp_pat
     assert out.returncode == 0 and "cannot read" in out.stdout
     missing = run_cli(env, "migrate", "openclaw", "--from", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "no OpenClaw state" in missing.stderr
+
+
+def test_the_older_file_layout_migrates_too(tmp_path: Path) -> None:
+    """Versions before the SQLite stores kept sessions as sessions.json + JSONL transcripts (v3,
+    8-hex ids), cron jobs in cron/jobs.json and approvals in exec-approvals.json."""
+    src = tmp_path / "legacy"
+    sessions = src / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True)
+    (src / "workspace").mkdir()
+    (src / "workspace" / "AGENTS.md").write_text("# Agents\n")
+    (src / "openclaw.json").write_text('{ // JSON5\n agents: { defaults: { model: { primary: "x/y" } } },\n}\n')
+    sid = "11111111-2222-3333-4444-555555555555"
+    (sessions / "sessions.json").write_text(json.dumps({"agent:main:main": {"sessionId": sid, "updatedAt": 1}}))
+    lines = [
+        {"type": "session", "version": 3, "id": sid, "timestamp": "2026-01-01T00:00:00Z", "cwd": "/old"},
+        {
+            "type": "message",
+            "id": "a1b2c3d4",
+            "parentId": None,
+            "timestamp": "2026-01-01T00:00:01Z",
+            "message": {"role": "user", "content": "from the old days", "timestamp": 1},
+        },
+    ]
+    (sessions / f"{sid}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\nnot json at all\n")
+    (src / "cron").mkdir()
+    job = {
+        "id": "job-1",
+        "name": "old job",
+        "enabled": True,
+        "createdAtMs": 1,
+        "schedule": {"kind": "every", "everyMs": 60000},
+        "sessionTarget": "main",
+        "wakeMode": "now",
+        "payload": {"kind": "systemEvent", "text": "tick"},
+        "state": {},
+    }
+    (src / "cron" / "jobs.json").write_text(json.dumps({"version": 1, "jobs": [job]}))
+    (src / "exec-approvals.json").write_text(
+        json.dumps({"version": 1, "agents": {"main": {"allowlist": [{"pattern": "ls"}]}}})
+    )
+    plan = migrate(tmp_path, src)
+    home = tmp_path / "gw" / "state"
+    main = next(i for i in plan["items"] if i["kind"] == "session")
+    assert main["action"] == "carry" and main["detail"] == "1 transcript entries, 1 unreadable or invalid left out"
+    transcript = (home / "agents" / "main" / "sessions" / f"{sid}.jsonl").read_text()
+    assert "from the old days" in transcript
+    assert json.loads((home / "cron" / "jobs.json").read_text())["jobs"][0]["name"] == "old job"
+    assert [e["pattern"] for e in json.loads((home / "exec-approvals.json").read_text())["allowlist"]] == ["ls"]
+    assert (home / "workspace" / "AGENTS.md").read_text() == "# Agents\n"
