@@ -75,6 +75,27 @@ def call(url: str, token: str, method: str, params: dict[str, Any], final: bool,
     return json.loads(done.stdout[start:]) if start >= 0 else json.loads(done.stdout)
 
 
+def cli(url: str, token: str, args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
+    """An everyday `openclaw …` command pointed at ``url`` (``OPENCLAW_GATEWAY_URL``/``TOKEN``)."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": f"{NODE.parent}:/usr/bin:/bin",
+        "HOME": str(home),
+        "OPENCLAW_HOME": str(home),
+        "OPENCLAW_STATE_DIR": str(home / "state"),
+        "TMPDIR": str(home),
+        "OPENCLAW_OFFLINE": "1",
+        "OPENCLAW_NO_AUTO_UPDATE": "1",
+        "NO_COLOR": "1",
+        "LANG": "C.UTF-8",
+        "OPENCLAW_GATEWAY_URL": url,
+        "OPENCLAW_GATEWAY_TOKEN": token,
+    }
+    return subprocess.run(
+        [str(NODE), str(OPENCLAW), *args], env=env, capture_output=True, text=True, timeout=90, check=False
+    )
+
+
 def shape(value: Any) -> Any:
     """The structure of a JSON value: keys and the shape of each, lists by their first item."""
     if isinstance(value, dict):

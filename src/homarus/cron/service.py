@@ -116,12 +116,21 @@ class CronService:
         has_more = offset + len(page) < len(jobs)
         return {
             "jobs": [j.to_json() for j in page],
+            "snapshotRevision": self.snapshot_revision(),
             "total": len(jobs),
             "offset": offset,
             "limit": limit,
             "hasMore": has_more,
             "nextOffset": offset + len(page) if has_more else None,
         }
+
+    def snapshot_revision(self) -> str:
+        """Names the inventory as it is now (which jobs, each one's last change): a client paging
+        through ``cron.list`` starts over when it changes between pages."""
+        import hashlib
+
+        parts = sorted(f"{j.id}:{j.updated_at_ms}" for j in self.store.jobs.values())
+        return "sha256:" + hashlib.sha256("\n".join(parts).encode()).hexdigest()[:32]
 
     async def runs(
         self,
@@ -137,6 +146,7 @@ class CronService:
         """A page of run-log entries: one job's (``job_id``) or every job's (None), newest first
         unless ``ascending``, filtered by status, delivery status and a text query."""
         if job_id is not None:
+            self.store.get(job_id)  # an unknown job is an error, as in the original (not an empty page)
             entries = await asyncio.to_thread(self.runlog.entries, job_id)
         else:
             entries = await asyncio.to_thread(self.runlog.all_entries)

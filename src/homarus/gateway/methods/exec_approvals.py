@@ -130,3 +130,32 @@ async def approval_resolve(call: MethodCall, p: ResolveParams) -> dict[str, Any]
     by = call.client.display_name or call.client.client_id or None
     call.gateway.exec_approvals.resolve(p.id, p.decision, resolved_by=by)
     return {"ok": True}
+
+
+async def approvals_get(call: MethodCall, p: Params) -> dict[str, Any]:
+    """``exec.approvals.get``: the approvals file in the original's shape (Homarus keeps one
+    allowlist for every agent: it is shown under the ``*`` agent)."""
+    import hashlib
+
+    from homarus.security import exec_approvals_file as approvals
+
+    path = approvals.approvals_path(call.gateway.paths.state_dir)
+    exists = path.exists()
+    current = approvals.load(path) if exists else approvals.ExecApprovalsFile()
+    policy = current.policy
+    defaults: dict[str, Any] = {"security": policy.security, "ask": policy.ask, "askFallback": policy.ask_fallback}
+    file: dict[str, Any] = {
+        "version": 1,
+        "defaults": defaults,
+        "agents": {"*": {"allowlist": [{"pattern": pattern} for pattern in current.patterns]}}
+        if current.patterns
+        else {},
+    }
+    raw = path.read_bytes() if exists else b""
+    return {
+        "path": str(path),
+        "exists": exists,
+        "file": file,
+        "hash": hashlib.sha256(raw).hexdigest(),
+        "resolvedDefaults": {**defaults, "autoAllowSkills": False},
+    }

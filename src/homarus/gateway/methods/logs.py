@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 from typing import Any, Literal
 
 from pydantic import Field
@@ -20,6 +22,8 @@ class TailParams(Params):
     limit: int = Field(default=200, ge=1, le=5000)
     run_id: str | None = Field(default=None, alias="runId", max_length=256)
     log: Literal["audit", "raw-stream"] = "audit"
+    #: the original's bound on the lines' bytes (the newest lines that fit are kept)
+    max_bytes: int | None = Field(default=None, alias="maxBytes", ge=1, le=1_000_000)
 
 
 async def logs_tail(call: MethodCall, p: TailParams) -> dict[str, Any]:
@@ -30,4 +34,28 @@ async def logs_tail(call: MethodCall, p: TailParams) -> dict[str, Any]:
     tail = await asyncio.to_thread(
         read_records, directory, limit=p.limit, run_id=p.run_id, cursor=p.cursor, prefix=p.log
     )
-    return {"file": tail.file, "cursor": tail.cursor, "records": tail.records, "truncated": tail.truncated}
+    lines = [json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in tail.records]
+    records, truncated = tail.records, tail.truncated
+    if p.max_bytes is not None:
+        kept, used = 0, 0
+        for line in reversed(lines):
+            used += len(line.encode("utf-8")) + 1
+            if used > p.max_bytes:
+                break
+            kept += 1
+        if kept < len(lines):
+            lines, records, truncated = lines[len(lines) - kept :], records[len(records) - kept :], True
+    size = 0
+    if tail.file:
+        with contextlib.suppress(OSError):
+            size = (directory / tail.file).stat().st_size
+    # lines/size/reset: the original's shape (its CLI prints lines); records: the same, parsed
+    return {
+        "file": tail.file,
+        "cursor": tail.cursor,
+        "size": size,
+        "lines": lines,
+        "records": records,
+        "truncated": truncated,
+        "reset": False,
+    }

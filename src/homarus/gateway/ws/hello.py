@@ -37,6 +37,9 @@ GATEWAY_EVENTS: Final = (
 )
 
 
+SERVER_CAPABILITIES: Final = ("published-model-catalog",)
+
+
 def hello_payload(gateway: GatewayContext, info: ClientInfo) -> dict[str, Any]:
     cfg = gateway.config
     snapshot: dict[str, Any] = {
@@ -61,7 +64,12 @@ def hello_payload(gateway: GatewayContext, info: ClientInfo) -> dict[str, Any]:
         "type": "hello-ok",
         "protocol": info.protocol,
         "server": {"version": __version__, "connId": info.conn_id, "bootId": gateway.boot_id},
-        "features": {"methods": gateway.methods.advertised(), "events": list(GATEWAY_EVENTS)},
+        "features": {
+            "methods": gateway.methods.advertised(),
+            "events": list(GATEWAY_EVENTS),
+            # the original's named capabilities its CLI checks before some calls (models list)
+            "capabilities": list(SERVER_CAPABILITIES),
+        },
         "snapshot": snapshot,
         "policy": {
             "maxPayload": MAX_PAYLOAD_BYTES,

@@ -1,0 +1,59 @@
+"""``models.list`` (operator.read): the model catalog the gateway runs with, in the original's
+shape, so that its ``models list`` (which requires the ``published-model-catalog`` capability)
+shows Homarus's models. With no provider configured it lists the built-in offline model."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from homarus.gateway.router import MethodCall, Params
+
+__all__: list[str] = []
+
+#: the offline model every gateway has (``homarus/echo``, the no-key default)
+BUILTIN: dict[str, Any] = {
+    "id": "echo",
+    "name": "Homarus echo (offline)",
+    "provider": "homarus",
+    "contextWindow": 200000,
+    "reasoning": False,
+    "local": True,
+    "input": ["text"],
+}
+
+
+class ListParams(Params):
+    view: Literal["default", "all"] | None = None
+    include_details: bool | None = Field(default=None, alias="includeDetails")
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
+    provider: str | None = Field(default=None, max_length=64)
+    refresh: bool | None = None
+
+
+async def models_list(call: MethodCall, p: ListParams) -> dict[str, Any]:
+    cfg = call.gateway.config
+    primary = cfg.agents.defaults.model.primary or ""
+    rows: list[dict[str, Any]] = []
+    for provider_id, provider in cfg.models.providers.items():
+        if p.provider is not None and provider_id != p.provider:
+            continue
+        for model in provider.models:
+            ref = f"{provider_id}/{model.id}"
+            row: dict[str, Any] = {
+                "id": model.id,
+                "name": model.name or model.id,
+                "provider": provider_id,
+                "contextWindow": model.context_window,
+                "reasoning": model.reasoning,
+                "input": ["text"],
+                "tags": ["default"] if ref == primary else [],
+                "available": True,
+            }
+            rows.append(row)
+    if not rows and p.provider in (None, "homarus"):
+        rows.append({**BUILTIN, "tags": ["default"], "available": True})
+    if p.view != "all" and any("default" in r["tags"] for r in rows):
+        rows = sorted(rows, key=lambda r: "default" not in r["tags"])
+    return {"models": rows}
