@@ -50,10 +50,10 @@ def available() -> str | None:
     return None
 
 
-def call(url: str, token: str, method: str, params: dict[str, Any], final: bool, home: Path) -> Any:
-    """One `openclaw gateway call --json`; its JSON answer (raises with stderr on failure)."""
+def _env(home: Path) -> dict[str, str]:
+    """A clean environment for the CLI: its own home and state, offline, no update checks."""
     home.mkdir(parents=True, exist_ok=True)
-    env = {
+    return {
         "PATH": f"{NODE.parent}:/usr/bin:/bin",
         "HOME": str(home),
         "OPENCLAW_HOME": str(home),
@@ -64,6 +64,11 @@ def call(url: str, token: str, method: str, params: dict[str, Any], final: bool,
         "NO_COLOR": "1",
         "LANG": "C.UTF-8",
     }
+
+
+def call(url: str, token: str, method: str, params: dict[str, Any], final: bool, home: Path) -> Any:
+    """One `openclaw gateway call --json`; its JSON answer (raises with stderr on failure)."""
+    env = _env(home)
     argv = [str(NODE), str(OPENCLAW), "gateway", "call", method, "--url", url, "--token", token, "--json"]
     argv += ["--params", json.dumps(params), "--timeout", "30000", *(["--expect-final"] if final else [])]
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=90, check=False)
@@ -77,20 +82,7 @@ def call(url: str, token: str, method: str, params: dict[str, Any], final: bool,
 
 def cli(url: str, token: str, args: list[str], home: Path) -> subprocess.CompletedProcess[str]:
     """An everyday `openclaw …` command pointed at ``url`` (``OPENCLAW_GATEWAY_URL``/``TOKEN``)."""
-    home.mkdir(parents=True, exist_ok=True)
-    env = {
-        "PATH": f"{NODE.parent}:/usr/bin:/bin",
-        "HOME": str(home),
-        "OPENCLAW_HOME": str(home),
-        "OPENCLAW_STATE_DIR": str(home / "state"),
-        "TMPDIR": str(home),
-        "OPENCLAW_OFFLINE": "1",
-        "OPENCLAW_NO_AUTO_UPDATE": "1",
-        "NO_COLOR": "1",
-        "LANG": "C.UTF-8",
-        "OPENCLAW_GATEWAY_URL": url,
-        "OPENCLAW_GATEWAY_TOKEN": token,
-    }
+    env = {**_env(home), "OPENCLAW_GATEWAY_URL": url, "OPENCLAW_GATEWAY_TOKEN": token}
     return subprocess.run(
         [str(NODE), str(OPENCLAW), *args], env=env, capture_output=True, text=True, timeout=90, check=False
     )
