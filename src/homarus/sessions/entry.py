@@ -84,10 +84,21 @@ class SessionPatch(BaseModel):
     group_activation: Literal["mention", "always"] | None = Field(default=None, alias="groupActivation")
     spawned_by: str | None = Field(default=None, alias="spawnedBy", max_length=512)
     spawn_depth: int | None = Field(default=None, alias="spawnDepth", ge=0, le=16)
+    # the original's (v4) session-board fields a client UI sets, kept in the entry as given
+    unread: bool | None = None
+    pinned: bool | None = None
+    archived: bool | None = None
+    icon: str | None = Field(default=None, max_length=64)
+    color: str | None = Field(default=None, max_length=32)
+    category: str | None = Field(default=None, max_length=64)
+    # envelope fields: which agent, and compare-and-set guards Homarus does not need (one writer)
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
+    expected_session_id: str | None = Field(default=None, alias="expectedSessionId", max_length=128)
+    expected_marked_unread_at: int | None = Field(default=None, alias="expectedMarkedUnreadAt")
 
     def changes(self) -> dict[str, Any]:
         """Alias → value for the fields the caller actually sent (None = clear)."""
-        sent = self.model_fields_set - {"key"}
+        sent = self.model_fields_set - {"key"} - _ENVELOPE
         dumped = self.model_dump(by_alias=True)
         out = {}
         for name in sent:
@@ -96,4 +107,7 @@ class SessionPatch(BaseModel):
         return out
 
 
-PATCHABLE_FIELDS = tuple((f.alias or n) for n, f in SessionPatch.model_fields.items() if n != "key")
+_ENVELOPE = frozenset({"agent_id", "expected_session_id", "expected_marked_unread_at"})
+PATCHABLE_FIELDS = tuple(
+    (f.alias or n) for n, f in SessionPatch.model_fields.items() if n != "key" and n not in _ENVELOPE
+)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 __all__ = ["CORE_METHODS", "register_core_methods"]
 
 _M = LazyMethod
+_C = "homarus.gateway.methods.control_ui:"
 _P = __name__ + "."
 
 CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
@@ -94,6 +95,40 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("node.describe", _P + "nodes:node_describe", READ, "DescribeParams"),
     _M("node.pair.list", _P + "nodes:node_pair_list", PAIRING),
     _M("exec.approvals.get", _P + "exec_approvals:approvals_get", ADMIN),
+    # the original's Control UI (methods/control_ui.py: Homarus's data, or the empty shape of a
+    # feature Homarus does not have; docs/openclaw-compat.md)
+    _M("agents.list", _C + "agents_list", READ),
+    _M("agent.identity.get", _C + "agent_identity_get", READ, "AgentParams"),
+    _M("models.authStatus", _C + "models_auth_status", READ, "AgentParams"),
+    _M("sessions.describe", _C + "sessions_describe", READ, "DescribeParams"),
+    _M("chat.startup", _C + "chat_startup", READ, "StartupParams"),
+    _M("chat.metadata", _C + "chat_metadata", READ, "SessionParams"),
+    _M("sessions.messages.subscribe", _C + "messages_subscribe", READ, "SubscribeParams"),
+    _M("sessions.observer.visibility", _C + "observer_visibility", READ, "VisibilityParams"),
+    _M("update.status", _C + "update_status", READ),
+    _M("projects.list", _C + "projects_list", READ),
+    _M("system.info", _C + "system_info", READ),
+    _M("openclaw.approval.list", _C + "empty_list", APPROVALS),
+    _M("question.list", _C + "question_list", READ),
+    _M("talk.catalog", _C + "talk_catalog", READ),
+    _M("progressCard.get", _C + "progress_card", READ, "SessionParams"),
+    _M("sessions.branches.list", _C + "branches_list", READ, "SessionParams"),
+    _M("sessions.companion.state", _C + "companion_state", READ, "SessionParams"),
+    _M("tasks.list", _C + "tasks_list", READ, "TasksParams"),
+    _M("board.get", _C + "board_get", READ, "SessionParams"),
+    _M("plugins.controlUi.list", _C + "plugins_control_ui", READ),
+    _M("plugin.surface.refresh", _C + "surface_refresh", READ, "SurfaceParams"),
+    _M("controlUi.sessionPullRequests.subscribe", _C + "pull_requests_subscribe", READ, "KeysParams"),
+    _M("sessions.viewers.set", _C + "viewers_set", READ, "KeysParams"),
+    _M("sessions.github.options", _C + "github_options", READ, "SessionParams"),
+    _M("session.members.listEvidence", _C + "members_evidence", READ, "SessionParams"),
+    _M("users.prefs.get", _C + "prefs_get", READ, "PrefsParams"),
+    _M("sessions.groups.list", _C + "groups_list", READ),
+    _M("sessions.groups.defaults", _C + "groups_defaults", READ),
+    _M("mentions.list", _C + "mentions_list", READ),
+    _M("taskSuggestions.list", _C + "suggestions_list", READ, "AgentParams"),
+    _M("session.discussion.info", _C + "discussion_info", READ, "SessionParams"),
+    _M("sessions.catalog.list", _C + "catalog_list", READ, "CatalogParams"),
     _M("device.pair.list", _P + "devices:pair_list", PAIRING),
     _M("device.pair.approve", _P + "devices:pair_approve", PAIRING, "RequestParams"),
     _M("device.pair.reject", _P + "devices:pair_reject", PAIRING, "RequestParams"),

@@ -45,6 +45,10 @@ class HistoryParams(Params):
     session_key: str = Field(alias="sessionKey", min_length=1, max_length=512)
     limit: int = Field(default=200, ge=1, le=1000)
     max_chars: int | None = Field(default=None, alias="maxChars", ge=1, le=500_000)
+    #: the original's (v4) bound, in bytes of UTF-8: taken as a bound on characters
+    max_bytes: int | None = Field(default=None, alias="maxBytes", ge=1, le=10_000_000)
+    #: the original's (v4) hint of the runs a client is waiting for (the history is the same)
+    input_run_ids: list[str] | None = Field(default=None, alias="inputRunIds", max_length=100)
 
 
 class AbortParams(Params):
@@ -123,7 +127,7 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
 async def chat_history(call: MethodCall, p: HistoryParams) -> dict[str, Any]:
     gw = call.gateway
     key = gw.sessions.resolve_key(p.session_key)
-    max_chars = p.max_chars or HISTORY_DEFAULT_MAX_CHARS
+    max_chars = p.max_chars or (min(p.max_bytes, 500_000) if p.max_bytes else HISTORY_DEFAULT_MAX_CHARS)
 
     def read() -> dict[str, Any]:
         ref = gw.sessions.get(key)

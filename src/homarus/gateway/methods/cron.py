@@ -44,6 +44,11 @@ class ListParams(Params):
     enabled: Literal["all", "enabled", "disabled"] | None = None
     sort_by: Literal["nextRunAtMs", "updatedAtMs", "name"] = Field(default="nextRunAtMs", alias="sortBy")
     sort_dir: Literal["asc", "desc"] = Field(default="asc", alias="sortDir")
+    #: the original's (v4) options: one agent's jobs; delivery previews and compact rows (Homarus
+    #: has no previews and one row shape: accepted, no effect)
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
+    include_delivery_previews: bool | None = Field(default=None, alias="includeDeliveryPreviews")
+    compact: bool | None = None
 
 
 class AddParams(Params):

@@ -25,7 +25,8 @@ BUILTIN: dict[str, Any] = {
 
 
 class ListParams(Params):
-    view: Literal["default", "all"] | None = None
+    view: Literal["default", "all", "configured"] | None = None
+    session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
     include_details: bool | None = Field(default=None, alias="includeDetails")
     agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
     provider: str | None = Field(default=None, max_length=64)

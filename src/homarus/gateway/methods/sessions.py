@@ -38,6 +38,9 @@ class ListParams(Params):
     spawned_by: str | None = Field(default=None, alias="spawnedBy", max_length=512)
     agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
     search: str | None = Field(default=None, max_length=200)
+    #: the original's (v4) listing options: every agent here is a configured one; owners come first anyway
+    configured_agents_only: bool | None = Field(default=None, alias="configuredAgentsOnly")
+    owner_first: bool | None = Field(default=None, alias="ownerFirst")
 
 
 class GetParams(Params):
@@ -203,7 +206,10 @@ async def sessions_create(call: MethodCall, p: CreateParams) -> dict[str, Any]:
 
 #: what ``operator.write`` may change with ``sessions.patch`` (the original's v4 rule: a client's own
 #: presentation of a session and its model choices); anything else needs ``operator.admin``
-WRITE_PATCH_FIELDS: Final = frozenset({"label", "displayName", "model", "thinkingLevel", "fastMode"})
+WRITE_PATCH_FIELDS: Final = frozenset(
+    {"label", "displayName", "model", "thinkingLevel", "fastMode", "unread", "pinned", "archived", "icon", "color"}
+    | {"category"}
+)
 
 
 async def sessions_patch(call: MethodCall, p: SessionPatch) -> dict[str, Any]:

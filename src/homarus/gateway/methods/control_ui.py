@@ -1,0 +1,351 @@
+"""Methods the original's browser Control UI (2026.9.6) calls as it opens, answered in its shapes.
+
+Some carry Homarus's data (the agents, an agent's identity, a session's description, the models'
+auth, the chat start page); the rest belong to features Homarus does not have (boards, projects,
+tasks, questions, talk/voice, GitHub, session groups and branches, mentions, preferences): they
+answer the original's own empty shape, so the UI hides those panels instead of showing an error.
+Which is which is in docs/openclaw-compat.md. Shapes taken from the original's answers to the same
+calls (recorded against its gateway with its UI).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from typing import Any
+
+from pydantic import Field
+
+from homarus.errors import NotFound
+from homarus.gateway.router import MethodCall, Params
+
+__all__: list[str] = []
+
+_KEY = Field(default=None, max_length=512)
+_AGENT = Field(default=None, alias="agentId", max_length=64)
+_THINKING = {"thinkingLevels": [{"id": "off", "label": "off"}], "thinkingOptions": ["off"], "thinkingDefault": "off"}
+
+
+class AgentParams(Params):
+    agent_id: str | None = _AGENT
+
+
+class SessionParams(Params):
+    session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
+    agent_id: str | None = _AGENT
+
+
+class DescribeParams(Params):
+    key: str = Field(min_length=1, max_length=512)
+
+
+class VisibilityParams(Params):
+    visible: bool | None = None
+
+
+class StartupParams(Params):
+    session_key: str = Field(alias="sessionKey", min_length=1, max_length=512)
+    limit: int = Field(default=80, ge=1, le=1000)
+    max_bytes: int | None = Field(default=None, alias="maxBytes", ge=1, le=10_000_000)
+
+
+class SubscribeParams(Params):
+    key: str = Field(min_length=1, max_length=512)
+    include_approvals: bool | None = Field(default=None, alias="includeApprovals")
+
+
+class TasksParams(Params):
+    session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
+    agent_id: str | None = _AGENT
+    status: list[str] | None = Field(default=None, max_length=20)
+    sort_by: str | None = Field(default=None, alias="sortBy", max_length=32)
+    limit: int | None = Field(default=None, ge=1, le=1000)
+
+
+class KeysParams(Params):
+    session_keys: list[str] = Field(default_factory=list, alias="sessionKeys", max_length=1000)
+
+
+class PrefsParams(Params):
+    keys: list[str] = Field(default_factory=list, max_length=200)
+
+
+class SurfaceParams(Params):
+    surface: str = Field(min_length=1, max_length=64)
+    observed_url: str | None = Field(default=None, alias="observedUrl", max_length=2048)
+
+
+class CatalogParams(Params):
+    agent_id: str | None = _AGENT
+    limit_per_host: int | None = Field(default=None, alias="limitPerHost", ge=1, le=1000)
+    progress_id: str | None = Field(default=None, alias="progressId", max_length=128)
+    allow_partial_results: bool | None = Field(default=None, alias="allowPartialResults")
+
+
+def _agent_row(call: MethodCall, agent_id: str) -> dict[str, Any]:
+    cfg = call.gateway.config
+    entry = next((a for a in cfg.agents.list if a.id == agent_id), None)
+    model = (entry.model if entry and entry.model else None) or cfg.agents.defaults.model
+    return {
+        "id": agent_id,
+        "kind": "agent",
+        "workspace": str(call.gateway.workspace_dir(agent_id)),
+        "model": {"primary": model.primary} if model.primary else {},
+        **_THINKING,
+    }
+
+
+async def agents_list(call: MethodCall, p: Params) -> dict[str, Any]:
+    cfg = call.gateway.config
+    return {
+        "defaultId": cfg.agents.default_id,
+        "ownership": "sole",
+        "selectionRequired": False,
+        "mainKey": cfg.session.main_key,
+        "scope": cfg.session.scope,
+        "agents": [_agent_row(call, a) for a in cfg.agents.ids],
+    }
+
+
+async def agent_identity_get(call: MethodCall, p: AgentParams) -> dict[str, Any]:
+    cfg = call.gateway.config
+    agent_id = p.agent_id or cfg.agents.default_id
+    if agent_id not in cfg.agents.ids:
+        raise NotFound(f"unknown agent: {agent_id}")
+    entry = next((a for a in cfg.agents.list if a.id == agent_id), None)
+    name = entry.name if entry and entry.name else "Assistant"
+    return {
+        "agentId": agent_id,
+        "name": name,
+        "nameSource": "config" if entry and entry.name else "default",
+        "avatar": name[:1],
+    }
+
+
+async def models_auth_status(call: MethodCall, p: AgentParams) -> dict[str, Any]:
+    providers = []
+    for provider_id, provider in call.gateway.config.models.providers.items():
+        env = f"{provider_id.upper().replace('-', '_')}_API_KEY"
+        source = "config" if provider.api_key is not None else ("env" if os.environ.get(env) else "none")
+        status = "static" if source != "none" or provider.api in ("scripted",) else "missing"
+        providers.append(
+            {
+                "provider": provider_id,
+                "authProvider": provider_id,
+                "displayName": provider_id,
+                "status": status,
+                "profiles": [],
+                "apiKey": {"source": source},
+            }
+        )
+    return {"ts": int(time.time() * 1000), "providers": providers, "providerCapabilities": []}
+
+
+async def sessions_describe(call: MethodCall, p: DescribeParams) -> dict[str, Any]:
+    mgr = call.gateway.sessions
+    key = mgr.resolve_key(p.key)
+    ref = mgr.get(key)
+    main = key.canonical == f"agent:{key.agent_id}:{call.gateway.config.session.main_key}"
+    if ref is None and not main:
+        raise NotFound(f"session not found: {key}")
+    if ref is None:  # the main session is there from the start: described before its first message
+        now = int(time.time() * 1000)
+        return {
+            "session": {
+                "key": key.canonical,
+                "agentId": key.agent_id,
+                "kind": "direct",
+                "classification": "main",
+                "isMain": True,
+                "isBackground": False,
+                "visibility": "shared",
+                "createdAt": now,
+                "updatedAt": now,
+                "participants": [],
+                "expandedParticipants": [],
+                "participantCount": 0,
+            }
+        }
+    e = ref.entry
+    return {
+        "session": {
+            "key": key.canonical,
+            "agentId": key.agent_id,
+            "sessionId": e.session_id,
+            "kind": "direct",
+            "classification": "main" if main else "session",
+            "isMain": main,
+            "isBackground": False,
+            "visibility": "shared",
+            "label": e.label,
+            "displayName": e.display_name or e.label,
+            "createdAt": e.created_at,
+            "updatedAt": e.updated_at,
+            "participants": [],
+            "expandedParticipants": [],
+            "participantCount": 0,
+        }
+    }
+
+
+async def chat_startup(call: MethodCall, p: StartupParams) -> dict[str, Any]:
+    from homarus.gateway.methods.chat import HistoryParams, chat_history
+
+    history = HistoryParams.model_validate(
+        {"sessionKey": p.session_key, "limit": p.limit, **({"maxBytes": p.max_bytes} if p.max_bytes else {})}
+    )
+    return await chat_history(call, history)
+
+
+async def chat_metadata(call: MethodCall, p: SessionParams) -> dict[str, Any]:
+    from homarus.gateway.methods.models import ListParams, models_list
+
+    models = (await models_list(call, ListParams()))["models"]
+    return {"models": models, "commands": []}
+
+
+async def messages_subscribe(call: MethodCall, p: SubscribeParams) -> dict[str, Any]:
+    key = call.gateway.sessions.resolve_key(p.key).canonical
+    replay = {"sessionKey": key, "updatedAtMs": int(time.time() * 1000), "approvals": [], "truncated": False}
+    return {"subscribed": True, "key": key, **({"approvalReplay": replay} if p.include_approvals else {})}
+
+
+async def observer_visibility(call: MethodCall, p: VisibilityParams) -> dict[str, Any]:
+    return {"ok": True}
+
+
+async def update_status(call: MethodCall, p: Params) -> dict[str, Any]:
+    # Homarus is updated with git and make install, never by the gateway itself
+    schedule = {"channel": "stable", "autoEnabled": False}
+    return {"sentinel": None, "updateAvailable": None, "effectiveChannel": "stable", "schedule": schedule}
+
+
+async def projects_list(call: MethodCall, p: Params) -> dict[str, Any]:
+    cfg = call.gateway.config
+    projects = [
+        {
+            "id": f"workspace:{a}",
+            "displayName": "workspace",
+            "repoRoot": str(call.gateway.workspace_dir(a)),
+            "source": "workspace",
+            "agentId": a,
+        }
+        for a in cfg.agents.ids
+    ]
+    return {"projects": projects, "recents": []}
+
+
+async def system_info(call: MethodCall, p: Params) -> dict[str, Any]:
+    uname = platform.uname()
+    return {
+        "machineName": uname.node,
+        "hostname": uname.node,
+        "platform": uname.system.lower(),
+        "release": uname.release,
+        "arch": uname.machine,
+        "port": call.gateway.options.port,
+        "pid": os.getpid(),
+        "uptimeMs": call.gateway.uptime_ms(),
+        "cpuCount": os.cpu_count(),
+        "loadAverage": list(os.getloadavg()),
+    }
+
+
+# -- features Homarus does not have: the original's empty answers ------------------------------------
+async def empty_list(call: MethodCall, p: Params) -> list[Any]:
+    return []
+
+
+async def question_list(call: MethodCall, p: Params) -> dict[str, Any]:
+    return {"questions": []}
+
+
+async def talk_catalog(call: MethodCall, p: Params) -> dict[str, Any]:
+    return {"modes": [], "transports": [], "brains": [], "speech": {"providers": []}}
+
+
+async def progress_card(call: MethodCall, p: SessionParams) -> dict[str, Any]:
+    return {"card": None}
+
+
+async def branches_list(call: MethodCall, p: SessionParams) -> dict[str, Any]:
+    return {"branches": []}
+
+
+async def companion_state(call: MethodCall, p: SessionParams) -> dict[str, Any]:
+    return {"exchanges": []}
+
+
+async def tasks_list(call: MethodCall, p: TasksParams) -> dict[str, Any]:
+    return {"tasks": []}
+
+
+async def board_get(call: MethodCall, p: SessionParams) -> dict[str, Any]:
+    return {"sessionKey": p.session_key, "revision": 0, "tabs": [], "widgets": []}
+
+
+async def plugins_control_ui(call: MethodCall, p: Params) -> dict[str, Any]:
+    return {"revision": "0", "plugins": [], "diagnostics": []}
+
+
+async def surface_refresh(call: MethodCall, p: SurfaceParams) -> dict[str, Any]:
+    return {"surface": p.surface, "pluginSurfaceUrls": {}, "expiresAtMs": int(time.time() * 1000)}
+
+
+async def pull_requests_subscribe(call: MethodCall, p: KeysParams) -> dict[str, Any]:
+    return {"subscribed": False}
+
+
+async def viewers_set(call: MethodCall, p: KeysParams) -> dict[str, Any]:
+    return {"sessionKeys": p.session_keys}
+
+
+async def github_options(call: MethodCall, p: SessionParams) -> dict[str, Any]:
+    personal = {
+        "state": "disconnected",
+        "generation": None,
+        "account": None,
+        "accessExpiresAtMs": None,
+        "refreshState": "not_applicable",
+        "pending": None,
+    }
+    return {"personal": personal, "shared": None, "pendingPersonal": None, "latestShared": None}
+
+
+async def members_evidence(call: MethodCall, p: SessionParams) -> dict[str, Any]:
+    return {
+        "sessionKey": p.session_key,
+        "members": [],
+        "identities": [],
+        "role": "admin",
+        "allowedVisibilities": ["shared"],
+    }
+
+
+async def prefs_get(call: MethodCall, p: PrefsParams) -> dict[str, Any]:
+    return {"status": "ok", "entries": {}}
+
+
+async def groups_list(call: MethodCall, p: Params) -> dict[str, Any]:
+    return {"groups": [], "sectionOrder": []}
+
+
+async def groups_defaults(call: MethodCall, p: Params) -> dict[str, Any]:
+    return {"defaults": []}
+
+
+async def mentions_list(call: MethodCall, p: Params) -> dict[str, Any]:
+    return {"gatewayInstanceId": call.gateway.boot_id, "revision": 0, "items": []}
+
+
+async def suggestions_list(call: MethodCall, p: AgentParams) -> dict[str, Any]:
+    return {"suggestions": []}
+
+
+async def discussion_info(call: MethodCall, p: SessionParams) -> dict[str, Any]:
+    return {"state": "none"}
+
+
+async def catalog_list(call: MethodCall, p: CatalogParams) -> dict[str, Any]:
+    return {"catalogs": []}

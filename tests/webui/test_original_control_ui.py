@@ -1,0 +1,91 @@
+"""The original's own Control UI (from the `openclaw` 2026.9.6 package that
+``../shared/peers/openclaw/install.sh`` installs) in headless Chromium against a Homarus started by
+the test: it connects, loads every panel without a method error, and a message typed into its chat
+box gets the model's answer on screen. Skipped, with the reason, without the peer install or
+Chromium."""
+
+from __future__ import annotations
+
+import functools
+import json
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from tests.compat.openclaw_cli import PEER_ROOT
+from tests.conftest import TEST_TOKEN
+from tests.webui.harness import served
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, WebSocket
+
+UI_DIR = PEER_ROOT / "openclaw" / "node_modules" / "openclaw" / "dist" / "control-ui"
+MISSING = None if (UI_DIR / "index.html").is_file() else f"the original's Control UI is not installed at {UI_DIR}"
+
+
+@pytest.fixture
+def ui_origin() -> Iterator[str]:
+    handler = functools.partial(_Quiet, directory=str(UI_DIR))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+def test_the_originals_control_ui_chats_with_homarus(browser: Browser, tmp_path: Path, ui_origin: str) -> None:
+    config = {
+        "gateway": {"controlUi": {"allowedOrigins": [ui_origin]}},
+        "models": {"providers": {"test": {"api": "scripted", "models": [{"id": "m", "name": "Scripted"}]}}},
+        "agents": {"defaults": {"model": {"primary": "test/m"}, "heartbeat": {"every": "0m"}}},
+    }
+    with served(tmp_path, config) as gw:
+        from homarus.providers.scripted import ScriptedProvider
+
+        gw.gateway.models.overrides["test"] = ScriptedProvider([], then="echo")
+        calls: dict[str, dict[str, Any]] = {}
+
+        def watch(ws: WebSocket) -> None:
+            def sent(payload: str | bytes) -> None:
+                frame = json.loads(payload)
+                if frame.get("type") == "req":
+                    calls[frame["id"]] = {"method": frame["method"]}
+
+            def received(payload: str | bytes) -> None:
+                frame = json.loads(payload)
+                if frame.get("type") == "res" and frame.get("id") in calls:
+                    calls[frame["id"]].update(ok=frame.get("ok"), error=frame.get("error"))
+
+            ws.on("framesent", sent)
+            ws.on("framereceived", received)
+
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.on("websocket", watch)
+            page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{gw.port}&token={TEST_TOKEN}")
+            page.get_by_role("button", name="Switch to").first.click()
+            box = page.get_by_placeholder("Message", exact=False).first
+            box.wait_for()
+            page.wait_for_timeout(1500)  # the panels load
+            box.fill("lobster check")
+            box.press("Enter")
+            page.get_by_text("lobster check").nth(1).wait_for()  # the echo, below the user's own bubble
+        finally:
+            context.close()
+    failed = [f"{c['method']}: {(c.get('error') or {}).get('message')}" for c in calls.values() if c.get("ok") is False]
+    assert len(calls) > 20 and failed == []
