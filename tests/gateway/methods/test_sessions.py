@@ -54,8 +54,10 @@ async def test_patch_validates_fields_and_scope(gw: RunningGateway) -> None:
     assert ok["payload"]["resolved"]["model"] == "x/y"
     cleared = (await c.request("sessions.patch", {"key": "p1", "label": None}))["payload"]["entry"]
     assert "label" not in cleared
-    bad = await c.request("sessions.patch", {"key": "p1", "color": "red"})
-    assert bad["error"]["message"] == "invalid sessions.patch params: at root: unexpected property 'color'"
+    bad = await c.request("sessions.patch", {"key": "p1", "flavour": "red"})
+    assert bad["error"]["message"] == "invalid sessions.patch params: at root: unexpected property 'flavour'"
+    colored = (await c.request("sessions.patch", {"key": "p1", "color": "red", "unread": False}))["payload"]
+    assert colored["entry"]["color"] == "red"  # the original's (v4) board fields are kept
     bad = await c.request("sessions.patch", {"key": "p1", "thinkingLevel": "ludicrous"})
     assert bad["error"]["message"].startswith("invalid sessions.patch params: at /thinkingLevel")
     missing = await c.request("sessions.patch", {"key": "nobody", "label": "x"})
