@@ -85,6 +85,11 @@ def test_the_originals_control_ui_chats_with_homarus(browser: Browser, tmp_path:
             box.fill("lobster check")
             box.press("Enter")
             page.get_by_text("lobster check").nth(1).wait_for()  # the echo, below the user's own bubble
+            for view in ("Agents", "Dashboards", "Systems", "Automations", "Plugins"):  # each main view
+                page.get_by_text(view, exact=True).first.click()
+                page.wait_for_timeout(1500)
+                if view == "Automations":
+                    page.get_by_text("No automations yet").wait_for()  # it drew Homarus's (empty) job list
         finally:
             context.close()
     failed = [f"{c['method']}: {(c.get('error') or {}).get('message')}" for c in calls.values() if c.get("ok") is False]

@@ -94,8 +94,14 @@ class CronService:
         enabled: Literal["all", "enabled", "disabled"] | None = None,
         sort_by: SortBy = "nextRunAtMs",
         sort_dir: Literal["asc", "desc"] = "asc",
+        schedule_kind: str | None = None,
+        last_run_status: str | None = None,
     ) -> dict[str, Any]:
         jobs = list(self.store.jobs.values())
+        if schedule_kind not in (None, "all"):
+            jobs = [j for j in jobs if j.schedule.kind == schedule_kind]
+        if last_run_status not in (None, "all"):
+            jobs = [j for j in jobs if j.state.last_run_status == last_run_status]
         which = enabled or ("all" if include_disabled else "enabled")
         if which != "all":
             jobs = [j for j in jobs if j.enabled == (which == "enabled")]

@@ -129,6 +129,8 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("taskSuggestions.list", _C + "suggestions_list", READ, "AgentParams"),
     _M("session.discussion.info", _C + "discussion_info", READ, "SessionParams"),
     _M("sessions.catalog.list", _C + "catalog_list", READ, "CatalogParams"),
+    _M("environments.list", _C + "environments_list", READ, "EnvironmentsParams"),
+    _M("plugins.catalog.browse", _C + "plugins_catalog_browse", READ, "BrowseParams"),
     _M("device.pair.list", _P + "devices:pair_list", PAIRING),
     _M("device.pair.approve", _P + "devices:pair_approve", PAIRING, "RequestParams"),
     _M("device.pair.reject", _P + "devices:pair_reject", PAIRING, "RequestParams"),

@@ -349,3 +349,35 @@ async def discussion_info(call: MethodCall, p: SessionParams) -> dict[str, Any]:
 
 async def catalog_list(call: MethodCall, p: CatalogParams) -> dict[str, Any]:
     return {"catalogs": []}
+
+
+class EnvironmentsParams(Params):
+    include_desktop_setup: bool | None = Field(default=None, alias="includeDesktopSetup")
+
+
+class BrowseParams(Params):
+    intent: str | None = Field(default=None, max_length=32)
+    page_size: int | None = Field(default=None, alias="pageSize", ge=1, le=500)
+    cursor: str | None = Field(default=None, max_length=256)
+    query: str | None = Field(default=None, max_length=200)
+
+
+async def environments_list(call: MethodCall, p: EnvironmentsParams) -> dict[str, Any]:
+    """The one place Homarus runs agents: the gateway's own host (no remote desktops or workers)."""
+    env = {
+        "id": "gateway",
+        "type": "local",
+        "label": "Gateway local",
+        "status": "available",
+        "platform": platform.system().lower(),
+        "sessionHost": True,
+        "trust": "persistent",
+        "capabilities": ["agent.run", "sessions", "tools", "workspace"],
+    }
+    return {"environments": [env]}
+
+
+async def plugins_catalog_browse(call: MethodCall, p: BrowseParams) -> dict[str, Any]:
+    """No plugin marketplace (the original's ClawHub): nothing to browse; installed plugins are in
+    ``plugins.list``."""
+    return {"items": []}

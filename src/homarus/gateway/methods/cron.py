@@ -49,6 +49,10 @@ class ListParams(Params):
     agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
     include_delivery_previews: bool | None = Field(default=None, alias="includeDeliveryPreviews")
     compact: bool | None = None
+    #: v4 filters, applied: the schedule kind, the last run's status, what triggers the job
+    schedule_kind: Literal["all", "at", "every", "cron"] | None = Field(default=None, alias="scheduleKind")
+    last_run_status: str | None = Field(default=None, alias="lastRunStatus", max_length=32)
+    trigger: str | None = Field(default=None, max_length=32)
 
 
 class AddParams(Params):
@@ -93,6 +97,8 @@ class RunsParams(Params):
     delivery_status: str | None = Field(default=None, alias="deliveryStatus", max_length=32)
     query: str | None = Field(default=None, max_length=200)
     sort_dir: Literal["asc", "desc"] = Field(default="desc", alias="sortDir")
+    #: v4: one agent's runs (Homarus's jobs run for the default agent unless they name one)
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
 
     @model_validator(mode="after")
     def _scope(self) -> RunsParams:
@@ -122,6 +128,8 @@ async def cron_list(call: MethodCall, p: ListParams) -> dict[str, Any]:
         enabled=p.enabled,
         sort_by=p.sort_by,
         sort_dir=p.sort_dir,
+        schedule_kind=p.schedule_kind,
+        last_run_status=p.last_run_status,
     )
 
 
@@ -145,8 +153,11 @@ async def cron_run(call: MethodCall, p: RunParams) -> dict[str, Any]:
 
 
 async def cron_runs(call: MethodCall, p: RunsParams) -> dict[str, Any]:
-    statuses = [*(p.statuses or ()), *([p.status] if p.status else [])]
-    deliveries = [*(p.delivery_statuses or ()), *([p.delivery_status] if p.delivery_status else [])]
+    # "all" is the original's way of saying "no filter"
+    statuses = [s for s in (*(p.statuses or ()), *([p.status] if p.status else [])) if s != "all"]
+    deliveries = [
+        s for s in (*(p.delivery_statuses or ()), *([p.delivery_status] if p.delivery_status else [])) if s != "all"
+    ]
     return await call.gateway.cron.runs(
         p.ref,
         limit=p.limit,

@@ -9,7 +9,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import Field
 
@@ -41,6 +41,9 @@ class ListParams(Params):
     #: the original's (v4) listing options: every agent here is a configured one; owners come first anyway
     configured_agents_only: bool | None = Field(default=None, alias="configuredAgentsOnly")
     owner_first: bool | None = Field(default=None, alias="ownerFirst")
+    #: v4 board filters: Homarus has no archive and no boards, so "all" and "only" are the same list
+    archived: bool | Literal["all", "only", "exclude"] | None = None
+    has_board: bool | None = Field(default=None, alias="hasBoard")
 
 
 class GetParams(Params):
