@@ -40,6 +40,7 @@ EMPTY_FUNCS = {
     "catalog_list",
     "observer_visibility",
     "update_status",
+    "plugins_catalog_browse",
 }
 NODES = {"node.list", "node.describe", "node.pair.list"}
 
