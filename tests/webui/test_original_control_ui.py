@@ -1,15 +1,18 @@
 """The original's own Control UI (from the `openclaw` 2026.9.6 package that
 ``../shared/peers/openclaw/install.sh`` installs) in headless Chromium against a Homarus started by
-the test: it connects, loads every panel without a method error, and a message typed into its chat
-box gets the model's answer on screen. Skipped, with the reason, without the peer install or
-Chromium."""
+the test: it connects, shows Homarus's sessions, agent, configured model, cron jobs and a pending
+exec approval (approved with a click, the run goes on), loads every main view without a method error,
+and a message typed into its chat box gets the model's answer on screen. Skipped, with the reason,
+without the peer install or Chromium."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,17 +48,54 @@ class _Quiet(SimpleHTTPRequestHandler):
         return None
 
 
+def _seed(port: int) -> None:
+    """A cron job and two sessions besides the main one, made over the protocol as a user would."""
+    from tests.wsclient import open_client
+
+    async def seed() -> None:
+        client = await open_client(f"ws://127.0.0.1:{port}")
+        assert (await client.handshake(TEST_TOKEN, ["operator.admin"]))["ok"]
+        requests: list[tuple[str, dict[str, Any]]] = [
+            (
+                "cron.add",
+                {
+                    "name": "Morning digest",
+                    "schedule": {"kind": "cron", "expr": "0 7 * * *"},
+                    "sessionTarget": "isolated",
+                    "payload": {"kind": "agentTurn", "message": "digest"},
+                },
+            ),
+            ("sessions.create", {"key": "agent:main:notes", "label": "Project notes"}),
+            ("agent", {"sessionKey": "agent:main:ideas", "message": "ideas", "idempotencyKey": "seed-ideas"}),
+        ]
+        for method, params in requests:
+            assert (await client.request(method, params))["ok"], method
+        await client.ws.close()
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright's sync API owns this thread's event loop
+        pool.submit(asyncio.run, seed()).result()
+
+
 @pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 def test_the_originals_control_ui_chats_with_homarus(browser: Browser, tmp_path: Path, ui_origin: str) -> None:
     config = {
         "gateway": {"controlUi": {"allowedOrigins": [ui_origin]}},
         "models": {"providers": {"test": {"api": "scripted", "models": [{"id": "m", "name": "Scripted"}]}}},
         "agents": {"defaults": {"model": {"primary": "test/m"}, "heartbeat": {"every": "0m"}}},
+        "tools": {"exec": {"security": "allowlist", "allowlist": ["ls"], "ask": "on-miss"}},
     }
     with served(tmp_path, config) as gw:
-        from homarus.providers.scripted import ScriptedProvider
+        from homarus.providers.scripted import Reply, ScriptedProvider
 
-        gw.gateway.models.overrides["test"] = ScriptedProvider([], then="echo")
+        gw.gateway.models.overrides["test"] = ScriptedProvider(
+            [
+                Reply("seeded"),
+                Reply("", tool_calls=[("exec", {"command": "touch approved-in-the-ui"})]),
+                Reply("the file is there"),
+            ],
+            then="echo",
+        )
+        _seed(gw.port)
         calls: dict[str, dict[str, Any]] = {}
 
         def watch(ws: WebSocket) -> None:
@@ -81,15 +121,24 @@ def test_the_originals_control_ui_chats_with_homarus(browser: Browser, tmp_path:
             page.get_by_role("button", name="Switch to").first.click()
             box = page.get_by_placeholder("Message", exact=False).first
             box.wait_for()
-            page.wait_for_timeout(1500)  # the panels load
-            box.fill("lobster check")
+            page.get_by_text("Project notes").first.wait_for()  # the sessions sidebar
+            page.get_by_text("Scripted").first.wait_for()  # the model picker shows the configured model
+            # a command outside the allowlist: the UI shows the approval, the click lets the run go on
+            box.fill("please make the file")
+            box.press("Enter")
+            page.get_by_text("Exec approval needed").wait_for()
+            page.get_by_text("touch approved-in-the-ui").last.wait_for()
+            page.get_by_role("button", name="Allow once").click()
+            page.get_by_role("paragraph").filter(has_text="the file is there").wait_for()
+            assert (gw.paths.state_dir / "workspace" / "approved-in-the-ui").exists()
+            box.fill("lobster check")  # then a plain message and its streamed echo
             box.press("Enter")
             page.get_by_text("lobster check").nth(1).wait_for()  # the echo, below the user's own bubble
             for view in ("Agents", "Dashboards", "Systems", "Automations", "Plugins"):  # each main view
                 page.get_by_text(view, exact=True).first.click()
                 page.wait_for_timeout(1500)
                 if view == "Automations":
-                    page.get_by_text("No automations yet").wait_for()  # it drew Homarus's (empty) job list
+                    page.get_by_text("Morning digest").first.wait_for()  # Homarus's cron job in its table
         finally:
             context.close()
     failed = [f"{c['method']}: {(c.get('error') or {}).get('message')}" for c in calls.values() if c.get("ok") is False]

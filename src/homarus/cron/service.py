@@ -148,14 +148,17 @@ class CronService:
         delivery_statuses: Collection[str] = (),
         query: str | None = None,
         ascending: bool = False,
+        run_id: str | None = None,
     ) -> dict[str, Any]:
         """A page of run-log entries: one job's (``job_id``) or every job's (None), newest first
-        unless ``ascending``, filtered by status, delivery status and a text query."""
+        unless ``ascending``, filtered by status, delivery status, a text query and a run id."""
         if job_id is not None:
             self.store.get(job_id)  # an unknown job is an error, as in the original (not an empty page)
             entries = await asyncio.to_thread(self.runlog.entries, job_id)
         else:
             entries = await asyncio.to_thread(self.runlog.all_entries)
+        if run_id is not None:
+            entries = [e for e in entries if e.get("runId") == run_id]
         if statuses:
             entries = [e for e in entries if e.get("status") in statuses]
         if delivery_statuses:

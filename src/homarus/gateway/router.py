@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from homarus.errors import InvalidRequest, RegistrationError
+from homarus.protocol.compat import check_unsupported
 from homarus.protocol.validation import format_errors
 from homarus.security.scopes import ADMIN, RESERVED_ADMIN_PREFIXES, require_scope
 
@@ -204,4 +205,5 @@ class MethodRegistry:
             parsed = spec.params.model_validate({} if params is None else params)
         except ValidationError as exc:
             raise InvalidRequest(f"invalid {call.method} params: {format_errors(exc)}") from None
+        check_unsupported(call.method, parsed)
         return await spec.handler(call, parsed)

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from homarus.protocol.compat import compat_params
+
 __all__ = ["CLIENT_IDS", "CLIENT_MODES", "ConnectAuth", "ConnectClient", "ConnectDevice", "ConnectParams"]
 
 CLIENT_IDS = (
@@ -89,6 +91,13 @@ class ConnectAuth(_Closed):
     password: str | None = Field(default=None, max_length=4096)
 
 
+@compat_params(
+    inert={
+        "computerUse": "a client's desktop-control offer: Homarus has no computer-use tools",
+        "modelCatalog": "a client's own model catalogue: Homarus uses the models in its config",
+        "workerRuns": "worker runs on client devices are not a Homarus feature",
+    }
+)
 class ConnectParams(_Closed):
     min_protocol: int = Field(alias="minProtocol", ge=1)
     max_protocol: int = Field(alias="maxProtocol", ge=1)

@@ -11,6 +11,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from homarus.protocol.compat import (
+    NO_BOARDS,
+    NO_PERMISSION_MODES,
+    NO_RUNTIMES,
+    PER_SESSION_EXEC,
+    Unsupported,
+    compat_params,
+    is_compat,
+)
+
 __all__ = ["PATCHABLE_FIELDS", "DeliveryContext", "SessionEntry", "SessionPatch"]
 
 
@@ -65,6 +75,38 @@ class SessionEntry(BaseModel):
 _Level = Literal["off", "minimal", "low", "medium", "high", "xhigh"]
 
 
+@compat_params(
+    inert={
+        "attention": NO_BOARDS,
+        "statusNote": NO_BOARDS,
+        "autoLabel": NO_BOARDS,
+        "boardFace": NO_BOARDS,
+        "boardPresentation": NO_BOARDS,
+        "traceLevel": "Homarus has no trace levels: the audit log records every tool call",
+        "ttlMinutes": "Homarus sessions do not expire by a per-session timer (see session.reset in the config)",
+        "completionOwnerSessionKey": "completion hand-off between sessions is not a Homarus feature",
+        "contextWindow": "the context window comes from the model's entry in the config",
+        "expectedLifecycleRevision": "Homarus has one writer per session store; compare-and-set guards are not needed",
+        "expectedNativeRuntimeConsent": NO_RUNTIMES,
+        "expectedPermissionMode": NO_PERMISSION_MODES,
+        "expectedSandboxMode": NO_PERMISSION_MODES,
+        "expectedToolOverrides": NO_PERMISSION_MODES,
+        "inheritedToolPolicyVersion": NO_PERMISSION_MODES,
+    },
+    unsupported={
+        "execAsk": Unsupported(PER_SESSION_EXEC),
+        "execHost": Unsupported(PER_SESSION_EXEC),
+        "execNode": Unsupported(PER_SESSION_EXEC),
+        "execSecurity": Unsupported(PER_SESSION_EXEC),
+        "sandboxMode": Unsupported(PER_SESSION_EXEC),
+        "permissionMode": Unsupported(NO_PERMISSION_MODES),
+        "toolOverrides": Unsupported(NO_PERMISSION_MODES),
+        "inheritedToolAllow": Unsupported(NO_PERMISSION_MODES),
+        "inheritedToolDeny": Unsupported(NO_PERMISSION_MODES),
+        "agentRuntime": Unsupported(NO_RUNTIMES),
+        "nativeRuntimeConsent": Unsupported(NO_RUNTIMES),
+    },
+)
 class SessionPatch(BaseModel):
     """``sessions.patch`` fields; every one nullable (``null`` clears it)."""
 
@@ -98,7 +140,7 @@ class SessionPatch(BaseModel):
 
     def changes(self) -> dict[str, Any]:
         """Alias → value for the fields the caller actually sent (None = clear)."""
-        sent = self.model_fields_set - {"key"} - _ENVELOPE
+        sent = {n for n in self.model_fields_set if not is_compat(n)} - {"key"} - _ENVELOPE
         dumped = self.model_dump(by_alias=True)
         out = {}
         for name in sent:
@@ -109,5 +151,7 @@ class SessionPatch(BaseModel):
 
 _ENVELOPE = frozenset({"agent_id", "expected_session_id", "expected_marked_unread_at"})
 PATCHABLE_FIELDS = tuple(
-    (f.alias or n) for n, f in SessionPatch.model_fields.items() if n != "key" and n not in _ENVELOPE
+    (f.alias or n)
+    for n, f in SessionPatch.model_fields.items()
+    if n != "key" and n not in _ENVELOPE and not is_compat(n)
 )

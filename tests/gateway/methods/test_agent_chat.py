@@ -101,6 +101,23 @@ async def test_agent_is_idempotent_across_reconnects(tmp_path: Path) -> None:
         assert unknown["payload"] == {"runId": "nope", "status": "timeout"}
 
 
+async def test_agent_run_outlives_a_caller_that_hangs_up(tmp_path: Path) -> None:
+    """The original's CLI may exit right after "accepted": the run is the gateway's, not the socket's."""
+    with run_gateway(tmp_path, config=CONFIG) as gw:
+        release = asyncio.Event()
+        provider = _script(gw, Gate(release, Reply("finished anyway")))
+        c1 = await _client(gw)
+        accepted = await c1.request("agent", {"message": "hi", "idempotencyKey": "hang-up"})
+        assert accepted["payload"]["status"] == "accepted"
+        await c1.ws.close()
+        gw.call_soon(release.set)
+        c2 = await _client(gw)
+        waited = await c2.request("agent.wait", {"runId": "hang-up", "timeoutMs": 10_000}, timeout=15)
+        assert waited["payload"]["status"] == "ok"
+        assert len(provider.requests) == 1
+        assert _transcript(gw)[-1]["message"]["content"][0]["text"] == "finished anyway"
+
+
 async def test_agent_bad_input(tmp_path: Path) -> None:
     with run_gateway(tmp_path, config=CONFIG) as gw:
         _script(gw)

@@ -35,10 +35,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from homarus.agents.prompt import strip_silent
 from homarus.errors import HomarusError
 from homarus.gateway.http.common import bearer_auth, json_error
 from homarus.gateway.http.openai_stream import EventStream, sse_event
+from homarus.gateway.services.chat_history import shown
 from homarus.security.scopes import ADMIN, APPROVALS, READ, WRITE, scope_allows
 from homarus.sessions.keys import SessionKey
 from homarus.sessions.views import visible_messages
@@ -152,19 +152,7 @@ def _stamp(path: os.PathLike[str]) -> tuple[int, int] | None:
 
 
 def _row(message: dict[str, Any]) -> dict[str, Any] | None:
-    content = message.get("content")
-    if message.get("role") == "assistant" and isinstance(content, list):
-        text = "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-        calls = any(isinstance(b, dict) and b.get("type") == "toolCall" for b in content)
-        if text and not calls and strip_silent(text) is None:
-            return None  # a silent reply is not shown
-    if len(orjson.dumps(message)) > ROW_MAX_BYTES:
-        return {
-            "role": message.get("role"),
-            "content": [{"type": "text", "text": OMITTED}],
-            "timestamp": message.get("timestamp"),
-        }
-    return message
+    return shown(message, ROW_MAX_BYTES, OMITTED)
 
 
 class _Changes:

@@ -19,6 +19,7 @@ from homarus.gateway.router import MethodCall, Params
 from homarus.gateway.services.plugins import run_command
 from homarus.gateway.services.runs import RunFailed, final_payload, run_and_finish, start_run
 from homarus.gateway.services.session_events import emit_session_changed
+from homarus.protocol.compat import INTERNAL, Unsupported, compat_params
 from homarus.security.scopes import ADMIN
 
 if TYPE_CHECKING:
@@ -29,6 +30,48 @@ __all__ = ["agent", "agent_wait"]
 _Idem = Field(alias="idempotencyKey", min_length=1, max_length=256)
 
 
+_DELIVERY = "delivery goes to channel/to/replyTo; account, thread and group routing are not supported here"
+
+
+@compat_params(
+    inert={
+        name: INTERNAL
+        for name in (
+            "acpTurnSource",
+            "bootstrapContextRunKind",
+            "cleanupBundleMcpOnRunEnd",
+            "execApprovalFollowupExpectedSessionId",
+            "forceCodeModeTools",
+            "forceRestartSafeTools",
+            "inputProvenance",
+            "internalEvents",
+            "internalExecutionIdentityRecoveryAttempt",
+            "internalExecutionIdentityRetry",
+            "internalRuntimeHandoffId",
+            "sessionEffects",
+            "sourceReplyDeliveryMode",
+            "voiceWakeTrigger",
+            "swarmOutputSchema",
+        )
+    }
+    | {"expectedExistingSessionId": "Homarus has one writer per session store; compare-and-set guards are not needed"},
+    unsupported={
+        "accountId": Unsupported(_DELIVERY),
+        "replyAccountId": Unsupported(_DELIVERY),
+        "replyChannel": Unsupported(_DELIVERY),
+        "threadId": Unsupported(_DELIVERY),
+        "groupId": Unsupported(_DELIVERY),
+        "groupChannel": Unsupported(_DELIVERY),
+        "groupSpace": Unsupported(_DELIVERY),
+        "cwd": Unsupported("runs work in their agent's workspace"),
+        "promptMode": Unsupported("the system prompt is always built in full (its size is bounded)", "full"),
+        "bootstrapContextMode": Unsupported("the workspace's bootstrap files are always part of the prompt"),
+        "disableMessageTool": Unsupported("tool policy comes from the config (tools.deny)", False),
+        "suppressPromptPersistence": Unsupported("every Homarus run keeps its transcript on disk", False),
+        "modelRun": Unsupported("every run is an agent run with its tools", False),
+        "swarmCollector": Unsupported("agent swarms are not a Homarus feature", False),
+    },
+)
 class AgentParams(Params):
     message: str = Field(min_length=1, max_length=2_000_000)
     idempotency_key: str = _Idem
@@ -117,7 +160,8 @@ async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
             "acceptedAt": int(time.time() * 1000),
         }
     )
-    outcome = await run_and_finish(gw, req, "agent")
+    # the gateway owns the run: a caller that goes away after "accepted" must not take it down
+    outcome = await asyncio.shield(gw.spawn(run_and_finish(gw, req, "agent")))
     payload = final_payload(outcome)
     if outcome.status == "error":
         raise RunFailed(

@@ -17,6 +17,7 @@ from pydantic import Field
 from homarus.channels.pairing import MAX_PENDING, TTL_MS
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
+from homarus.protocol.compat import Unsupported, compat_params
 from homarus.security.scopes import ADMIN, PAIRING
 
 __all__: list[str] = []
@@ -62,6 +63,22 @@ class OutboxItemParams(Params):
     id: int = Field(ge=1)
 
 
+_TEXT_ONLY = "the send method sends text; media goes out from a run's message tool"
+
+
+@compat_params(
+    unsupported={
+        "mediaUrl": Unsupported(_TEXT_ONLY),
+        "mediaUrls": Unsupported(_TEXT_ONLY, []),
+        "buffer": Unsupported(_TEXT_ONLY),
+        "filename": Unsupported(_TEXT_ONLY),
+        "contentType": Unsupported(_TEXT_ONLY),
+        "asVoice": Unsupported(_TEXT_ONLY, False),
+        "gifPlayback": Unsupported(_TEXT_ONLY, False),
+        "forceDocument": Unsupported(_TEXT_ONLY, False),
+        "silent": Unsupported("messages are sent with the platform's default notification", False),
+    }
+)
 class SendParams(Params):
     to: str = Field(min_length=1, max_length=512)
     message: str | None = Field(default=None, max_length=100_000)

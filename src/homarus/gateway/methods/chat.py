@@ -1,4 +1,5 @@
-"""`chat.send` (ack `started`, then `chat` events), `chat.history`, `chat.abort`, `chat.inject`."""
+"""`chat.send` (ack `started`, then `chat` events), `chat.abort`, `chat.inject` (`chat.history` is
+:mod:`homarus.gateway.methods.chat_history`)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,9 @@ import asyncio
 import time
 from typing import Any
 
-import orjson
 from pydantic import Field
 
-from homarus.agents.prompt import strip_silent
-from homarus.agents.request import RunRequest
+from homarus.agents.request import QueueMode, RunRequest
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
 from homarus.gateway.services.chat_commands import core_command
@@ -19,36 +18,50 @@ from homarus.gateway.services.plugins import run_command
 from homarus.gateway.services.runs import run_and_finish, start_run
 from homarus.gateway.services.session_events import emit_session_changed
 from homarus.messages import AssistantMessage, TextContent
+from homarus.protocol.compat import NO_BRANCHES, NO_FAST_MODE, NO_PERMISSION_MODES, ORIGIN_ONLY, compat_params
 from homarus.security.scopes import READ
-from homarus.sessions.views import visible_messages
+from homarus.sessions.keys import SessionKey
 
 __all__: list[str] = []
 
 STOP_COMMANDS = frozenset({"/stop", "/abort", "stop!"})
-HISTORY_DEFAULT_MAX_CHARS = 12_000
-HISTORY_ROW_MAX_BYTES = 128 * 1024
-HISTORY_TOTAL_MAX_BYTES = 6 * 1024 * 1024
-OMITTED = "[chat.history omitted: message too large]"
 
 
+@compat_params(
+    inert={
+        "fastMode": NO_FAST_MODE,
+        "fastAutoOnSeconds": NO_FAST_MODE,
+        "mentions": "mentions address people on a shared session board; Homarus has none",
+        "workContext": "the Control UI page the user was on; Homarus does not put it in the prompt",
+        "intent": "session goals are not a Homarus feature",
+        "toolBindings": "per-message tool bindings are not a Homarus feature",
+        "systemInputProvenance": "provenance of system-made inputs; only a caller's own text arrives here",
+        "systemProvenanceReceipt": "provenance of system-made inputs; only a caller's own text arrives here",
+        "originatingChannel": ORIGIN_ONLY,
+        "originatingTo": ORIGIN_ONLY,
+        "originatingAccountId": ORIGIN_ONLY,
+        "originatingThreadId": ORIGIN_ONLY,
+        "replyToId": ORIGIN_ONLY,
+        "expectedLeafEntryId": NO_BRANCHES,
+        "expectedSessionRoutingContract": "session routing contracts are not a Homarus feature",
+        "expectedPermissionMode": NO_PERMISSION_MODES,
+        "expectedToolOverrides": NO_PERMISSION_MODES,
+    }
+)
 class ChatSendParams(Params):
     session_key: str = Field(alias="sessionKey", min_length=1, max_length=512)
+    agent_id: str | None = Field(default=None, alias="agentId", min_length=1, max_length=64)
+    #: the session the client shows: a message for a session that was replaced since is refused
+    session_id: str | None = Field(default=None, alias="sessionId", min_length=1, max_length=128)
     message: str = Field(max_length=2_000_000)
     idempotency_key: str = Field(alias="idempotencyKey", min_length=1, max_length=256)
     thinking: str | None = Field(default=None, max_length=20)
     deliver: bool | None = None
     attachments: list[dict[str, Any]] | None = Field(default=None, max_length=8)
     timeout_ms: int | None = Field(default=None, alias="timeoutMs", ge=1000, le=86_400_000)
-
-
-class HistoryParams(Params):
-    session_key: str = Field(alias="sessionKey", min_length=1, max_length=512)
-    limit: int = Field(default=200, ge=1, le=1000)
-    max_chars: int | None = Field(default=None, alias="maxChars", ge=1, le=500_000)
-    #: the original's (v4) bound, in bytes of UTF-8: taken as a bound on characters
-    max_bytes: int | None = Field(default=None, alias="maxBytes", ge=1, le=10_000_000)
-    #: the original's (v4) hint of the runs a client is waiting for (the history is the same)
-    input_run_ids: list[str] | None = Field(default=None, alias="inputRunIds", max_length=100)
+    queue_mode: QueueMode | None = Field(default=None, alias="queueMode")
+    #: the message is text for the model, even when it starts with "/"
+    suppress_command_interpretation: bool | None = Field(default=None, alias="suppressCommandInterpretation")
 
 
 class AbortParams(Params):
@@ -56,8 +69,16 @@ class AbortParams(Params):
     run_id: str | None = Field(default=None, alias="runId", max_length=256)
 
 
+class SessionAbortParams(Params):
+    key: str = Field(min_length=1, max_length=512)
+    run_id: str | None = Field(default=None, alias="runId", min_length=1, max_length=256)
+    agent_id: str | None = Field(default=None, alias="agentId", min_length=1, max_length=64)
+    clear_queued: bool | None = Field(default=None, alias="clearQueued")
+
+
 class InjectParams(Params):
     session_key: str = Field(alias="sessionKey", min_length=1, max_length=512)
+    agent_id: str | None = Field(default=None, alias="agentId", min_length=1, max_length=64)
     message: str = Field(min_length=1, max_length=1_000_000)
     label: str | None = Field(default=None, max_length=100)
 
@@ -67,8 +88,15 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
     message = sanitize_message(p.message)
     if not message.strip() and not p.attachments:
         raise InvalidRequest("message or attachment required")
-    key = gw.sessions.resolve_key(p.session_key)
-    if message.strip().lower() in STOP_COMMANDS:
+    key = gw.sessions.resolve_key(p.session_key, p.agent_id)
+    if p.session_id is not None:
+        current = await asyncio.to_thread(gw.sessions.get, key)
+        if current is not None and current.entry.session_id != p.session_id:
+            raise InvalidRequest(
+                f"session {key.canonical} was replaced (now {current.entry.session_id}); reload it and send again"
+            )
+    commands = not p.suppress_command_interpretation
+    if commands and message.strip().lower() in STOP_COMMANDS:
         run_ids = gw.runtime.abort(key.canonical, origin="stop-command")
         await gw.hookmd.trigger(
             "command",
@@ -77,8 +105,8 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
         )
         return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
     run_id = p.idempotency_key
-    reply = core_command(gw, call.client, message.strip())
-    if reply is None:
+    reply = core_command(gw, call.client, message.strip()) if commands else None
+    if reply is None and commands:
         reply = await run_command(gw, message.strip(), key.canonical)
     if reply is not None:  # a chat command answers without a model run
         gw.bus.broadcast(
@@ -113,6 +141,7 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
         message=message,
         thinking=p.thinking,
         timeout_s=p.timeout_ms / 1000 if p.timeout_ms else None,
+        queue_mode=p.queue_mode,
         channel="webchat",
         origin=call.client.origin(),
     )
@@ -124,76 +153,30 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
     return {"runId": run_id, "status": "started"}
 
 
-async def chat_history(call: MethodCall, p: HistoryParams) -> dict[str, Any]:
-    gw = call.gateway
-    key = gw.sessions.resolve_key(p.session_key)
-    max_chars = p.max_chars or (min(p.max_bytes, 500_000) if p.max_bytes else HISTORY_DEFAULT_MAX_CHARS)
-
-    def read() -> dict[str, Any]:
-        ref = gw.sessions.get(key)
-        if ref is None:
-            return {"sessionKey": key.canonical, "messages": []}
-        view = gw.sessions.transcript_for(ref).read()
-        rows = [_display(m, max_chars) for m in visible_messages(view.entries)]
-        kept = [r for r in rows if r is not None][-p.limit :]
-        total = 0
-        out: list[dict[str, Any]] = []
-        for row in reversed(kept):  # newest first, so the oldest are dropped past the budget
-            size = len(orjson.dumps(row))
-            if total + size > HISTORY_TOTAL_MAX_BYTES:
-                break
-            total += size
-            out.append(row)
-        out.reverse()
-        return {
-            "sessionKey": key.canonical,
-            "sessionId": ref.entry.session_id,
-            "messages": out,
-            "thinkingLevel": ref.entry.thinking_level,
-            "verboseLevel": ref.entry.verbose_level,
-        }
-
-    return await asyncio.to_thread(read)
-
-
-def _display(message: dict[str, Any], max_chars: int) -> dict[str, Any] | None:
-    if message.get("role") == "assistant":
-        text = "".join(
-            b.get("text", "") for b in message.get("content", []) if isinstance(b, dict) and b.get("type") == "text"
-        )
-        has_calls = any(isinstance(b, dict) and b.get("type") == "toolCall" for b in message.get("content", []))
-        if text and not has_calls and strip_silent(text) is None:
-            return None  # a silent reply is not shown
-    if len(orjson.dumps(message)) > HISTORY_ROW_MAX_BYTES:
-        return {
-            "role": message.get("role"),
-            "content": [{"type": "text", "text": OMITTED}],
-            "timestamp": message.get("timestamp"),
-        }
-    row = dict(message)
-    content = row.get("content")
-    if isinstance(content, str) and len(content) > max_chars:
-        row["content"] = content[:max_chars]
-    elif isinstance(content, list):
-        blocks = []
-        for block in content:
-            if isinstance(block, dict) and block.get("type") == "text" and len(block.get("text", "")) > max_chars:
-                block = {**block, "text": block["text"][:max_chars]}
-            blocks.append(block)
-        row["content"] = blocks
-    return row
-
-
 async def chat_abort(call: MethodCall, p: AbortParams) -> dict[str, Any]:
+    return _abort(call, call.gateway.sessions.resolve_key(p.session_key), p.run_id, "chat.abort")
+
+
+async def sessions_abort(call: MethodCall, p: SessionAbortParams) -> dict[str, Any]:
+    """``sessions.abort``: the session's run stops; with ``clearQueued`` the runs waiting behind it
+    end too (each as an error saying so, in the journal and to ``agent.wait``)."""
     gw = call.gateway
-    key = gw.sessions.resolve_key(p.session_key)
-    if p.run_id:
-        run = gw.runtime.runs.by_run_id(p.run_id)
+    key = gw.sessions.resolve_key(p.key, p.agent_id)
+    out = _abort(call, key, p.run_id, "sessions.abort")
+    if p.clear_queued and gw.built("runtime"):
+        out["clearedQueued"] = gw.runtime.lanes.clear(f"session:{key.canonical}")
+    return out
+
+
+def _abort(call: MethodCall, key: SessionKey, run_id: str | None, origin: str) -> dict[str, Any]:
+    gw = call.gateway
+    if run_id:
+        run = gw.runtime.runs.by_run_id(run_id)
         if run is None:
             return {"ok": True, "aborted": False, "runIds": []}
         if run.session_key != key.canonical:
             raise InvalidRequest("runId does not match sessionKey")
-    run_ids = gw.runtime.abort(key.canonical, p.run_id, origin="chat.abort")
+    run_ids = gw.runtime.abort(key.canonical, run_id, origin=origin)
     if run_ids:
         emit_session_changed(gw, key, "abort", runId=run_ids[0])
     return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
@@ -201,7 +184,7 @@ async def chat_abort(call: MethodCall, p: AbortParams) -> dict[str, Any]:
 
 async def chat_inject(call: MethodCall, p: InjectParams) -> dict[str, Any]:
     gw = call.gateway
-    key = gw.sessions.resolve_key(p.session_key)
+    key = gw.sessions.resolve_key(p.session_key, p.agent_id)
 
     def write() -> str:
         ref = gw.sessions.get(key)

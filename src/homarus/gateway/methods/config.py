@@ -16,6 +16,7 @@ from homarus.config.redact import redact, redact_text
 from homarus.config.store import ConfigStore, WriteResult
 from homarus.errors import ConfigError, InvalidRequest, RateLimited
 from homarus.gateway.router import AnyParams, EmptyParams, MethodCall, Params
+from homarus.protocol.compat import Unsupported, compat_params
 from homarus.security.ratelimit import ceil_seconds
 from homarus.security.scopes import ADMIN
 
@@ -28,6 +29,18 @@ class ConfigWriteParams(Params):
     note: str | None = Field(default=None, max_length=1000)
     session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
     restart_delay_ms: int | None = Field(default=None, alias="restartDelayMs", ge=0)
+
+
+@compat_params(inert={"deliveryContext": "a config change is announced to operators as an event, not to a chat"})
+class ConfigApplyParams(ConfigWriteParams):
+    pass
+
+
+@compat_params(
+    unsupported={"replacePaths": Unsupported("config.patch merges the patch into the file (JSON merge patch)", [])}
+)
+class ConfigPatchParams(ConfigApplyParams):
+    pass
 
 
 def _effective(store: ConfigStore) -> dict[str, Any]:

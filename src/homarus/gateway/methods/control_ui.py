@@ -19,6 +19,7 @@ from pydantic import Field
 
 from homarus.errors import NotFound
 from homarus.gateway.router import MethodCall, Params
+from homarus.protocol.compat import compat_params
 
 __all__: list[str] = []
 
@@ -27,8 +28,22 @@ _AGENT = Field(default=None, alias="agentId", max_length=64)
 _THINKING = {"thinkingLevels": [{"id": "off", "label": "off"}], "thinkingOptions": ["off"], "thinkingDefault": "off"}
 
 
+#: the parameters of a feature Homarus answers with the original's empty shape
+ABSENT = "the feature is absent from Homarus: the answer is the original's empty shape"
+
+
 class AgentParams(Params):
     agent_id: str | None = _AGENT
+
+
+@compat_params(inert={"refresh": "credentials are read from the config and the secrets file on every call"})
+class AuthStatusParams(AgentParams):
+    pass
+
+
+@compat_params(inert={"sessionKey": ABSENT})
+class SuggestionsParams(AgentParams):
+    pass
 
 
 class SessionParams(Params):
@@ -36,8 +51,40 @@ class SessionParams(Params):
     agent_id: str | None = _AGENT
 
 
+@compat_params(inert={"authProfileId": "Homarus keeps one credential per provider, no auth profiles"})
+class MetadataParams(SessionParams):
+    pass
+
+
+@compat_params(inert={"idempotencyKey": ABSENT})
+class GitHubParams(SessionParams):
+    pass
+
+
+@compat_params(
+    inert={
+        "includeDerivedTitles": "a session's title is its label or display name",
+        "includeLastMessage": "the last message is in chat.history and sessions.list (includeLastMessage)",
+    }
+)
 class DescribeParams(Params):
     key: str = Field(min_length=1, max_length=512)
+    agent_id: str | None = _AGENT
+
+
+@compat_params(inert={"refreshCheckout": "Homarus is updated with its installer, not from the gateway"})
+class UpdateStatusParams(Params):
+    pass
+
+
+@compat_params(inert={"includeObserved": ABSENT})
+class ProjectsParams(Params):
+    pass
+
+
+@compat_params(inert={"provider": ABSENT, "model": ABSENT})
+class TalkParams(Params):
+    pass
 
 
 class VisibilityParams(Params):
@@ -55,6 +102,7 @@ class SubscribeParams(Params):
     include_approvals: bool | None = Field(default=None, alias="includeApprovals")
 
 
+@compat_params(inert={"cursor": ABSENT})
 class TasksParams(Params):
     session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
     agent_id: str | None = _AGENT
@@ -76,6 +124,7 @@ class SurfaceParams(Params):
     observed_url: str | None = Field(default=None, alias="observedUrl", max_length=2048)
 
 
+@compat_params(inert={n: ABSENT for n in ("catalogId", "cursors", "hostIds", "metadataOnly", "search")})
 class CatalogParams(Params):
     agent_id: str | None = _AGENT
     limit_per_host: int | None = Field(default=None, alias="limitPerHost", ge=1, le=1000)
@@ -108,9 +157,10 @@ async def agents_list(call: MethodCall, p: Params) -> dict[str, Any]:
     }
 
 
-async def agent_identity_get(call: MethodCall, p: AgentParams) -> dict[str, Any]:
+async def agent_identity_get(call: MethodCall, p: SessionParams) -> dict[str, Any]:
     cfg = call.gateway.config
-    agent_id = p.agent_id or cfg.agents.default_id
+    owner = call.gateway.sessions.resolve_key(p.session_key).agent_id if p.session_key else None
+    agent_id = p.agent_id or owner or cfg.agents.default_id
     if agent_id not in cfg.agents.ids:
         raise NotFound(f"unknown agent: {agent_id}")
     entry = next((a for a in cfg.agents.list if a.id == agent_id), None)
@@ -144,7 +194,7 @@ async def models_auth_status(call: MethodCall, p: AgentParams) -> dict[str, Any]
 
 async def sessions_describe(call: MethodCall, p: DescribeParams) -> dict[str, Any]:
     mgr = call.gateway.sessions
-    key = mgr.resolve_key(p.key)
+    key = mgr.resolve_key(p.key, p.agent_id)
     ref = mgr.get(key)
     main = key.canonical == f"agent:{key.agent_id}:{call.gateway.config.session.main_key}"
     if ref is None and not main:
@@ -190,7 +240,7 @@ async def sessions_describe(call: MethodCall, p: DescribeParams) -> dict[str, An
 
 
 async def chat_startup(call: MethodCall, p: StartupParams) -> dict[str, Any]:
-    from homarus.gateway.methods.chat import HistoryParams, chat_history
+    from homarus.gateway.methods.chat_history import HistoryParams, chat_history
 
     history = HistoryParams.model_validate(
         {"sessionKey": p.session_key, "limit": p.limit, **({"maxBytes": p.max_bytes} if p.max_bytes else {})}
@@ -209,6 +259,11 @@ async def messages_subscribe(call: MethodCall, p: SubscribeParams) -> dict[str, 
     key = call.gateway.sessions.resolve_key(p.key).canonical
     replay = {"sessionKey": key, "updatedAtMs": int(time.time() * 1000), "approvals": [], "truncated": False}
     return {"subscribed": True, "key": key, **({"approvalReplay": replay} if p.include_approvals else {})}
+
+
+async def messages_unsubscribe(call: MethodCall, p: SubscribeParams) -> dict[str, Any]:
+    # every operator gets the session's events anyway: nothing to stop, the key is checked
+    return {"subscribed": False, "key": call.gateway.sessions.resolve_key(p.key).canonical}
 
 
 async def observer_visibility(call: MethodCall, p: VisibilityParams) -> dict[str, Any]:
@@ -351,10 +406,12 @@ async def catalog_list(call: MethodCall, p: CatalogParams) -> dict[str, Any]:
     return {"catalogs": []}
 
 
+@compat_params(inert={"projection": ABSENT, "runtimeId": ABSENT})
 class EnvironmentsParams(Params):
     include_desktop_setup: bool | None = Field(default=None, alias="includeDesktopSetup")
 
 
+@compat_params(inert={"category": ABSENT, "searchSource": ABSENT})
 class BrowseParams(Params):
     intent: str | None = Field(default=None, max_length=32)
     page_size: int | None = Field(default=None, alias="pageSize", ge=1, le=500)

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from homarus.errors import InvalidRequest
 from homarus.gateway.router import EmptyParams, MethodCall, Params
+from homarus.protocol.compat import Unsupported, compat_params
 
 __all__: list[str] = []
 
@@ -36,6 +37,12 @@ class _JobRef(Params):
         return self.job_id or self.id or ""
 
 
+@compat_params(
+    inert={
+        "sessionKey": "jobs are listed per agent (agentId); a job's session is in its row",
+        "sessionAgentId": "jobs are listed per agent (agentId); a job's session is in its row",
+    }
+)
 class ListParams(Params):
     include_disabled: bool = Field(default=True, alias="includeDisabled")
     limit: int = Field(default=50, ge=1, le=200)
@@ -55,6 +62,18 @@ class ListParams(Params):
     trigger: str | None = Field(default=None, max_length=32)
 
 
+@compat_params(
+    inert={
+        "declarationKey": "jobs declared by plugins are not a Homarus feature",
+        "displayName": "a job's name is what every view shows",
+        "owner": "Homarus has one owner: every job is theirs",
+    },
+    unsupported={
+        "failureAlert": Unsupported("failed runs are in cron.runs and the audit log; no alerts are sent", False),
+        "pacing": Unsupported("schedules are fixed (at, every, cron); there is no dynamic cadence"),
+        "trigger": Unsupported("jobs run on their schedule; script triggers are not a Homarus feature"),
+    },
+)
 class AddParams(Params):
     """The job's own fields are checked by the cron models (nested objects stay plain JSON here)."""
 
@@ -99,6 +118,7 @@ class RunsParams(Params):
     sort_dir: Literal["asc", "desc"] = Field(default="desc", alias="sortDir")
     #: v4: one agent's runs (Homarus's jobs run for the default agent unless they name one)
     agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
+    run_id: str | None = Field(default=None, alias="runId", min_length=1, max_length=256)
 
     @model_validator(mode="after")
     def _scope(self) -> RunsParams:
@@ -166,4 +186,5 @@ async def cron_runs(call: MethodCall, p: RunsParams) -> dict[str, Any]:
         delivery_statuses=deliveries,
         query=p.query,
         ascending=p.sort_dir == "asc",
+        run_id=p.run_id,
     )

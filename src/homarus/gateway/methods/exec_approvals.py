@@ -18,16 +18,38 @@ from homarus.gateway.methods.approvals import IdParams, ResolveParams
 from homarus.gateway.router import EmptyParams, MethodCall, Params
 from homarus.gateway.services.approvals import await_decision, final_payload
 from homarus.gateway.services.exec_approvals import MISMATCH, check_match, request_payload
+from homarus.protocol.compat import INTERNAL, Unsupported, compat_params
 from homarus.security.approvals import ApprovalRecord
 from homarus.security.exec_analysis import analyze
 
-__all__ = ["DEFAULT_TIMEOUT_MS", "IdParams", "RequestParams", "ResolveParams", "WaitParams"]
+__all__ = ["DEFAULT_TIMEOUT_MS", "ExecResolveParams", "IdParams", "RequestParams", "WaitParams"]
 
 DEFAULT_TIMEOUT_MS: Final = 1_800_000
 MAX_TIMEOUT_MS: Final = 24 * 3_600_000
 DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 
 
+_ROUTING = "approvals go to every operator holding operator.approvals and to chat owners; no per-request routing"
+
+
+@compat_params(
+    inert={
+        "approvalReviewerDeviceIds": _ROUTING,
+        "deliverToApprovalClientsOnly": _ROUTING,
+        "requireDeliveryRoute": _ROUTING,
+        "suppressDelivery": _ROUTING,
+        "turnSourceAccountId": _ROUTING,
+        "turnSourceChannel": _ROUTING,
+        "turnSourceThreadId": _ROUTING,
+        "turnSourceTo": _ROUTING,
+        "commandSpans": "the command is shown as given; Homarus parses it itself to decide",
+        "systemRunPlan": INTERNAL,
+        "scope": "message-send scopes belong to the original's message tool approvals",
+        "sessionId": "the request names its session by sessionKey",
+        "toolCallId": "the request names its run by runId",
+        "warningText": "the operator sees the command, its host and working directory",
+    }
+)
 class RequestParams(Params):
     id: str | None = Field(default=None, max_length=256)
     command: str | None = Field(default=None, max_length=100_000)
@@ -44,6 +66,18 @@ class RequestParams(Params):
     run_id: str | None = Field(default=None, alias="runId", max_length=256)
     timeout_ms: int = Field(default=DEFAULT_TIMEOUT_MS, alias="timeoutMs", ge=1, le=MAX_TIMEOUT_MS)
     two_phase: bool = Field(default=False, alias="twoPhase")
+    #: decisions the operator may not pick (the original allows only ``["allow-always"]``)
+    unavailable_decisions: list[Literal["allow-always"]] | None = Field(
+        default=None, alias="unavailableDecisions", min_length=1, max_length=1
+    )
+
+
+@compat_params(
+    inert={"reviewer": "the decision records who resolved it from the connection (resolvedBy)"},
+    unsupported={"grantExpiresInDays": Unsupported("an allow-always decision lasts until it is removed")},
+)
+class ExecResolveParams(ResolveParams):
+    pass
 
 
 class WaitParams(IdParams):
@@ -87,7 +121,8 @@ async def approval_request(call: MethodCall, p: RequestParams) -> dict[str, Any]
             "allowAlwaysPatterns": analysis.patterns,
         }
     )
-    record = manager.request(payload, timeout_ms=p.timeout_ms, id=p.id, allow_always=bool(analysis.patterns))
+    allow_always = bool(analysis.patterns) and not p.unavailable_decisions
+    record = manager.request(payload, timeout_ms=p.timeout_ms, id=p.id, allow_always=allow_always)
     manager.note_requester(record.id, call.client)
     return await await_decision(call, manager, record, two_phase=p.two_phase)
 
@@ -126,7 +161,7 @@ async def approval_list(call: MethodCall, p: EmptyParams) -> list[dict[str, Any]
     return [r.summary() for r in sorted(call.gateway.exec_approvals.list(), key=lambda r: r.expires_at_ms)]
 
 
-async def approval_resolve(call: MethodCall, p: ResolveParams) -> dict[str, Any]:
+async def approval_resolve(call: MethodCall, p: ExecResolveParams) -> dict[str, Any]:
     by = call.client.display_name or call.client.client_id or None
     call.gateway.exec_approvals.resolve(p.id, p.decision, resolved_by=by)
     return {"ok": True}

@@ -6,18 +6,24 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from homarus.errors import InvalidRequest
 from homarus.gateway.router import EmptyParams, MethodCall, Params
+from homarus.protocol.compat import Unsupported, compat_params
 
 __all__: list[str] = []
 
 
-class WakeParams(Params):
+class _Wake(Params):
     text: str = Field(min_length=1, max_length=20_000)
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
+
+
+@compat_params(unsupported={"sessionKey": Unsupported("a wake runs the agent's heartbeat in its main session")})
+class WakeParams(_Wake):
     mode: Literal["now", "next-heartbeat"] = "now"
 
 
-class SystemEventParams(WakeParams):
-    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
+class SystemEventParams(_Wake):
     mode: Literal["now", "next-heartbeat"] = "next-heartbeat"
 
 
@@ -25,12 +31,19 @@ class SetHeartbeatsParams(Params):
     enabled: bool
 
 
+def _known(call: MethodCall, agent_id: str | None) -> None:
+    if agent_id is not None and agent_id not in call.gateway.sessions.agent_ids:
+        raise InvalidRequest(f'unknown agent id "{agent_id}"')
+
+
 async def wake(call: MethodCall, p: WakeParams) -> dict[str, Any]:
-    await call.gateway.heartbeats.wake(p.text, mode=p.mode, source="wake")
+    _known(call, p.agent_id)
+    await call.gateway.heartbeats.wake(p.text, mode=p.mode, agent_id=p.agent_id, source="wake")
     return {"ok": True}
 
 
 async def system_event(call: MethodCall, p: SystemEventParams) -> dict[str, Any]:
+    _known(call, p.agent_id)
     await call.gateway.heartbeats.wake(p.text, mode=p.mode, agent_id=p.agent_id, source="system-event")
     return {"ok": True}
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from homarus.gateway.router import MethodCall, Params
+from homarus.protocol.compat import compat_params
 
 __all__: list[str] = []
 
@@ -24,8 +25,20 @@ BUILTIN: dict[str, Any] = {
 }
 
 
+_NO_AUTH_PROFILES = "Homarus keeps one credential per provider (the config or the secrets file), no auth profiles"
+
+
+@compat_params(
+    inert={
+        "authProfileId": _NO_AUTH_PROFILES,
+        "includeProviderCapabilities": "each row carries what Homarus knows of a model (input kinds, context window)",
+        "includeDefaultModels": "the configured models are the catalogue; nothing is added by default",
+        "preparedOnly": "every configured model is ready to use (nothing is prepared or downloaded)",
+    }
+)
 class ListParams(Params):
-    view: Literal["default", "all", "configured"] | None = None
+    #: "provider-config" is the original's name for the configured view
+    view: Literal["default", "all", "configured", "provider-config"] | None = None
     session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
     include_details: bool | None = Field(default=None, alias="includeDetails")
     agent_id: str | None = Field(default=None, alias="agentId", max_length=64)

@@ -17,8 +17,19 @@ from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
 from homarus.gateway.services.session_events import emit_session_changed
 from homarus.plugins import events as ev
+from homarus.protocol.compat import (
+    NO_BOARDS,
+    NO_BRANCHES,
+    NO_FAST_MODE,
+    NO_PERMISSION_MODES,
+    NO_PROJECTS,
+    NO_RUNTIMES,
+    PER_SESSION_EXEC,
+    Unsupported,
+    compat_params,
+)
 from homarus.security.scopes import ADMIN, require_scope
-from homarus.sessions.entry import SessionPatch
+from homarus.sessions.entry import SessionEntry, SessionPatch
 from homarus.sessions.manager import SessionManager
 from homarus.sessions.views import preview_items, session_row, visible_messages
 
@@ -27,8 +38,29 @@ __all__: list[str] = []
 _Key = Field(min_length=1, max_length=512)
 
 
+_NO_PEOPLE = "Homarus has one owner: every session is theirs, no one else is involved"
+
+
+@compat_params(
+    inert={
+        "boardFace": NO_BOARDS,
+        "group": NO_BOARDS,
+        "includeActivitySummary": NO_BOARDS,
+        "includePeople": _NO_PEOPLE,
+        "involvingMe": _NO_PEOPLE,
+        "involvingProfileId": _NO_PEOPLE,
+        "ownerId": _NO_PEOPLE,
+        "creatorId": _NO_PEOPLE,
+        "profileRelation": _NO_PEOPLE,
+        "projectId": NO_PROJECTS,
+        "workspaceDir": "every session of an agent shares the agent's workspace: filter by agentId",
+        "excludeSystem": "Homarus makes no system sessions besides cron runs (excludeCron) and subagents",
+        "requireLastInteraction": "every listed session has had its last interaction recorded (updatedAt)",
+    }
+)
 class ListParams(Params):
     limit: int | None = Field(default=None, ge=1, le=10_000)
+    offset: int | None = Field(default=None, ge=0, le=1_000_000)
     active_minutes: int | None = Field(default=None, alias="activeMinutes", ge=1)
     include_global: bool | None = Field(default=None, alias="includeGlobal")
     include_unknown: bool | None = Field(default=None, alias="includeUnknown")
@@ -44,6 +76,12 @@ class ListParams(Params):
     #: v4 board filters: Homarus has no archive and no boards, so "all" and "only" are the same list
     archived: bool | Literal["all", "only", "exclude"] | None = None
     has_board: bool | None = Field(default=None, alias="hasBoard")
+    pinned: bool | None = None
+    active_only: bool | None = Field(default=None, alias="activeOnly")
+    exclude_cron: bool | None = Field(default=None, alias="excludeCron")
+    exclude_subagents: bool | None = Field(default=None, alias="excludeSubagents")
+    #: Homarus records one time per session (``updatedAt``): every order is by it, newest first
+    sort_by: Literal["updatedAt", "lastInteractionAt", "activity"] | None = Field(default=None, alias="sortBy")
 
 
 class GetParams(Params):
@@ -58,15 +96,65 @@ class PreviewParams(Params):
     max_chars: int = Field(default=240, alias="maxChars", ge=20, le=100_000)
 
 
+@compat_params(
+    inert={
+        "reference": "session references and slugs are not a Homarus feature: use key, sessionId or label",
+        "shortId": "session references and slugs are not a Homarus feature: use key, sessionId or label",
+        "slugHint": "session references and slugs are not a Homarus feature: use key, sessionId or label",
+        "includeGlobal": "global and unknown sessions are always resolvable",
+        "includeUnknown": "global and unknown sessions are always resolvable",
+    }
+)
 class ResolveParams(Params):
     key: str | None = Field(default=None, max_length=512)
     session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
+    session_id: str | None = Field(default=None, alias="sessionId", min_length=1, max_length=128)
     agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
     label: str | None = Field(default=None, max_length=100)
+    spawned_by: str | None = Field(default=None, alias="spawnedBy", max_length=512)
+    #: with a label or session id that matches nothing: ``{ok: true, key: null}`` instead of NOT_FOUND
+    allow_missing: bool | None = Field(default=None, alias="allowMissing")
 
 
+@compat_params(
+    inert={
+        "fastMode": NO_FAST_MODE,
+        "category": NO_BOARDS,
+        "titleSource": NO_BOARDS,
+        "visibility": _NO_PEOPLE,
+        "mentions": _NO_PEOPLE,
+        "catalogId": NO_PROJECTS,
+        "projectId": NO_PROJECTS,
+        "projectGitUrl": NO_PROJECTS,
+        "repository": NO_PROJECTS,
+        "worktree": NO_PROJECTS,
+        "worktreeBaseRef": NO_PROJECTS,
+        "worktreeName": NO_PROJECTS,
+        "worktreeSource": NO_PROJECTS,
+        "contextWindow": "the context window comes from the model's entry in the config",
+        "emitCommandHooks": "a new session fires its hooks (session_start) anyway",
+        "spawnDepth": "subagent depth is tracked by the sessions tools themselves",
+        "succeedsParent": "session succession is not a Homarus feature",
+        "timeoutMs": "the run's timeout comes from the config (agents.defaults.timeoutSeconds)",
+    },
+    unsupported={
+        "agentRuntime": Unsupported(NO_RUNTIMES),
+        "permissionMode": Unsupported(NO_PERMISSION_MODES),
+        "toolOverrides": Unsupported(NO_PERMISSION_MODES),
+        "execNode": Unsupported(PER_SESSION_EXEC),
+        "cwd": Unsupported("sessions work in their agent's workspace"),
+        "fork": Unsupported(NO_BRANCHES, False),
+        "forkFrom": Unsupported(NO_BRANCHES),
+        "incognito": Unsupported("every Homarus session keeps its transcript on disk", False),
+        "attachments": Unsupported("send attachments with the first message (chat.send or agent)", []),
+    },
+)
 class CreateParams(Params):
     key: str | None = Field(default=None, max_length=512)
+    display_name: str | None = Field(default=None, alias="displayName", max_length=200)
+    thinking_level: str | None = Field(default=None, alias="thinkingLevel", max_length=20)
+    #: a retried create with the same key answers the session the first one made
+    idempotency_key: str | None = Field(default=None, alias="idempotencyKey", min_length=1, max_length=256)
     agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
     label: str | None = Field(default=None, max_length=100)
     model: str | None = Field(default=None, max_length=200)
@@ -77,11 +165,23 @@ class CreateParams(Params):
 
 class ResetParams(Params):
     key: str = _Key
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
     reason: str | None = Field(default=None, pattern="^(new|reset)$")
+    #: refuse when the session was replaced since the caller looked (a second reset or delete)
+    expected_session_id: str | None = Field(default=None, alias="expectedSessionId", max_length=128)
 
 
+@compat_params(
+    inert={
+        "archivedOnly": "Homarus has no session archive state: a delete removes the session",
+        "expectedLifecycleRevision": "Homarus has one writer per session store; use expectedSessionId",
+        "expectedSessionUpdatedAt": "Homarus has one writer per session store; use expectedSessionId",
+    }
+)
 class DeleteParams(Params):
     key: str = _Key
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
+    expected_session_id: str | None = Field(default=None, alias="expectedSessionId", max_length=128)
     delete_transcript: bool = Field(default=True, alias="deleteTranscript")
     emit_lifecycle_hooks: bool | None = Field(default=None, alias="emitLifecycleHooks")
 
@@ -95,12 +195,26 @@ async def sessions_list(call: MethodCall, p: ListParams) -> dict[str, Any]:
     if p.agent_id is not None and p.agent_id not in mgr.agent_ids:
         raise InvalidRequest(f'unknown agent id "{p.agent_id}"')
 
+    runs = call.gateway.runtime.runs if call.gateway.built("runtime") else None
+
+    def skip(key_text: str, entry: SessionEntry) -> bool:
+        if p.exclude_cron and ":cron:" in key_text:
+            return True
+        if p.exclude_subagents and (":subagent:" in key_text or entry.spawned_by):
+            return True
+        if p.pinned is not None and bool((entry.model_extra or {}).get("pinned")) != p.pinned:
+            return True
+        return bool(p.active_only) and (runs is None or runs.for_session(key_text) is None)
+
     def collect() -> list[dict[str, Any]]:
         now = int(time.time() * 1000)
         rows = []
+        skipped = 0
         for agent_id, key_text, entry in mgr.all_entries(p.agent_id):
             key = mgr.resolve_key(key_text)
             if p.active_minutes and now - entry.updated_at > p.active_minutes * 60_000:
+                continue
+            if skip(key.canonical, entry):
                 continue
             if p.label is not None and entry.label != p.label:
                 continue
@@ -111,6 +225,9 @@ async def sessions_list(call: MethodCall, p: ListParams) -> dict[str, Any]:
                 hay = " ".join(x for x in (key_text, entry.label, entry.display_name) if x).lower()
                 if needle not in hay:
                     continue
+            if p.offset and skipped < p.offset:
+                skipped += 1
+                continue
             last = None
             if p.include_last_message:
                 view = mgr.transcript(agent_id, entry.session_id).read()
@@ -171,18 +288,30 @@ async def sessions_preview(call: MethodCall, p: PreviewParams) -> dict[str, Any]
 
 async def sessions_resolve(call: MethodCall, p: ResolveParams) -> dict[str, Any]:
     mgr = _mgr(call)
-    if p.label is not None and p.key is None and p.session_key is None:
+    if p.key is None and p.session_key is None and (p.label is not None or p.session_id is not None):
         rows = await asyncio.to_thread(mgr.all_entries, p.agent_id)
         for _agent, key_text, entry in rows:
-            if entry.label == p.label:
-                return {"ok": True, "key": key_text}
-        raise NotFound(f"no session with label {p.label!r}")
+            if p.label is not None and entry.label != p.label:
+                continue
+            if p.session_id is not None and entry.session_id != p.session_id:
+                continue
+            if p.spawned_by is not None and entry.spawned_by != p.spawned_by:
+                continue
+            return {"ok": True, "key": key_text}
+        if p.allow_missing:
+            return {"ok": True, "key": None}
+        what = f"label {p.label!r}" if p.label is not None else f"session id {p.session_id!r}"
+        raise NotFound(f"no session with {what}")
     key = mgr.resolve_key(p.key or p.session_key, p.agent_id)
     return {"ok": True, "key": key.canonical}
 
 
 async def sessions_create(call: MethodCall, p: CreateParams) -> dict[str, Any]:
     mgr = _mgr(call)
+    if p.idempotency_key is not None:
+        done = call.gateway.dedupe.get(f"sessions.create:{p.idempotency_key}")
+        if done is not None and done.payload is not None:
+            return {**done.payload, "created": False}
     agent = p.agent_id or call.gateway.config.agents.default_id
     raw = p.key or f"agent:{agent}:dashboard:{uuid.uuid4()}"
     key = mgr.resolve_key(raw, p.agent_id)
@@ -193,6 +322,8 @@ async def sessions_create(call: MethodCall, p: CreateParams) -> dict[str, Any]:
         label=p.label,
         parentSessionKey=parent,
         modelOverride=p.model,
+        displayName=p.display_name,
+        thinkingLevel=p.thinking_level,
     )
     if ref.created:
         emit_session_changed(call.gateway, key, "create", sessionId=ref.entry.session_id)
@@ -204,7 +335,14 @@ async def sessions_create(call: MethodCall, p: CreateParams) -> dict[str, Any]:
         "created": ref.created,
         "runStarted": False,
     }
+    if p.idempotency_key is not None:
+        call.gateway.dedupe.put(f"sessions.create:{p.idempotency_key}", "ok", payload=out)
     return out
+
+
+def _expect(key: str, current: str | None, expected: str | None) -> None:
+    if expected is not None and current is not None and current != expected:
+        raise InvalidRequest(f"session {key} was replaced (now {current}); expectedSessionId {expected} is stale")
 
 
 #: what ``operator.write`` may change with ``sessions.patch`` (the original's v4 rule: a client's own
@@ -240,8 +378,9 @@ async def sessions_patch(call: MethodCall, p: SessionPatch) -> dict[str, Any]:
 
 async def sessions_reset(call: MethodCall, p: ResetParams) -> dict[str, Any]:
     mgr = _mgr(call)
-    key = mgr.resolve_key(p.key)
+    key = mgr.resolve_key(p.key, p.agent_id)
     before = await asyncio.to_thread(mgr.require, key)
+    _expect(key.canonical, before.entry.session_id, p.expected_session_id)
     hooks = call.gateway.hooks
     ctx = ev.HookContext(agent_id=key.agent_id, session_key=key.canonical, session_id=before.entry.session_id)
     if hooks.has("before_reset"):  # awaited (bounded): plugins read the history before it is archived
@@ -279,8 +418,9 @@ async def sessions_reset(call: MethodCall, p: ResetParams) -> dict[str, Any]:
 
 async def sessions_delete(call: MethodCall, p: DeleteParams) -> dict[str, Any]:
     mgr = _mgr(call)
-    key = mgr.resolve_key(p.key)
+    key = mgr.resolve_key(p.key, p.agent_id)
     existing = await asyncio.to_thread(mgr.get, key)
+    _expect(key.canonical, existing.entry.session_id if existing is not None else None, p.expected_session_id)
     deleted, archived = await asyncio.to_thread(mgr.delete, key, delete_transcript=p.delete_transcript)
     if deleted:
         emit_session_changed(call.gateway, key, "delete")

@@ -19,6 +19,7 @@ from homarus.config.skills import SKILL_NAME_PATTERN
 from homarus.errors import ConfigError, InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
 from homarus.gateway.services.skills import plugin_skill_dirs
+from homarus.protocol.compat import Unsupported, compat_params
 from homarus.security.scopes import READ
 from homarus.skills.catalog import SkillsView, load_view
 from homarus.skills.install import install_skill
@@ -33,11 +34,16 @@ EVENT_CHANGED = "skills.changed"
 _AGENT_ID = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
 
+@compat_params(inert={"sessionKey": "skills are per agent (agentId); every session of an agent sees the same"})
 class StatusParams(Params):
     agent_id: str | None = Field(default=None, alias="agentId", pattern=_AGENT_ID)
 
 
-class DetailParams(StatusParams):
+@compat_params(
+    unsupported={"slug": Unsupported("skills come from the workspace and the config, not a registry: use name")}
+)
+class DetailParams(Params):
+    agent_id: str | None = Field(default=None, alias="agentId", pattern=_AGENT_ID)
     name: str = Field(pattern=SKILL_NAME_PATTERN)
 
 
