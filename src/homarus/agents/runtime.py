@@ -276,7 +276,9 @@ class AgentRuntime:
         override = await phases.resolve_model(req.message)
         transcript = self.sessions.transcript_for(ref)
         entry_ids: dict[int, str] = {id(m): i for m, i in zip(history, ids, strict=True) if i}
-        tools = {t.name: t for t in self.tools.tools()}
+        prepare = self.services.get("tool_prepare")  # starts lazy tool servers (MCP) for this agent
+        hidden: set[str] = await prepare(key.agent_id) if prepare is not None else set()
+        tools = {t.name: t for t in self.tools.tools() if t.name not in hidden}
         candidates = setup.model_chain(self.models, cfg, key, req.model or override, ref.entry.model_override)
         policy_key = req.policy_key or key
         if self.tool_filter is not None:

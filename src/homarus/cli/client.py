@@ -73,8 +73,10 @@ async def call_gateway(
     *,
     timeout: float = 30.0,
     expect_final: bool = False,
+    scopes: list[str] | None = None,
 ) -> Any:
-    """Connect, authenticate, call one method and return its payload (raises on error)."""
+    """Connect, authenticate (asking for ``scopes``, by default an operator's), call one method and
+    return its payload (raises on error)."""
     from websockets.asyncio.client import connect
 
     async with asyncio.timeout(timeout), connect(url, max_size=None, open_timeout=timeout) as ws:
@@ -99,7 +101,7 @@ async def call_gateway(
                             "instanceId": str(uuid.uuid4()),
                         },
                         "role": "operator",
-                        "scopes": OPERATOR_SCOPES,
+                        "scopes": OPERATOR_SCOPES if scopes is None else scopes,
                         **({"auth": {"token": token}} if token else {}),
                     },
                 }

@@ -60,6 +60,10 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             from homarus.cli.pairing_cmd import run_pairing
 
             return run_pairing(args, paths)
+        elif args.command == "mcp" and args.mcp_command:
+            from homarus.cli.mcp_cmd import run_mcp
+
+            return run_mcp(args, paths)
         elif args.command == "devices" and args.devices_command:
             from homarus.cli.devices_cmd import run_devices
 

@@ -11,6 +11,7 @@ from homarus.cli.channels_cmd import add_channels_parser
 from homarus.cli.cron_cmd import add_cron_parser
 from homarus.cli.devices_cmd import add_devices_parser
 from homarus.cli.logs_cmd import add_logs_parser
+from homarus.cli.mcp_cmd import add_mcp_parser
 from homarus.cli.memory_cmd import add_memory_parser
 from homarus.cli.migrate_cmd import add_migrate_parser
 from homarus.cli.pairing_cmd import add_pairing_parser
@@ -104,6 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_pairing_parser(sub)
     add_migrate_parser(sub)
     add_devices_parser(sub)
+    add_mcp_parser(sub)
     add_memory_parser(sub)
     add_skills_parser(sub)
     return parser

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from homarus.config.channels import Bindings, ChannelsConfig, CommandsConfig
     from homarus.config.cron import CronConfig
     from homarus.config.gateway import GatewayConfig
+    from homarus.config.mcp import McpConfig
     from homarus.config.models import ModelsConfig
     from homarus.config.observability import LoggingConfig
     from homarus.config.plugins import PluginsConfig
@@ -52,6 +53,7 @@ SECTIONS: Final[dict[str, str]] = {
     "channels": "homarus.config.channels:ChannelsConfig",
     "bindings": "homarus.config.channels:Bindings",
     "commands": "homarus.config.channels:CommandsConfig",
+    "mcp": "homarus.config.mcp:McpConfig",
 }
 #: editor hint, ignored by the gateway (JSON Schema URL)
 SCHEMA_KEY: Final = "$schema"
@@ -212,6 +214,10 @@ class HomarusConfig:
     @property
     def commands(self) -> CommandsConfig:
         return self.section("commands")  # type: ignore[return-value]
+
+    @property
+    def mcp(self) -> McpConfig:
+        return self.section("mcp")  # type: ignore[return-value]
 
 
 def _unknown_agent(loc: tuple[str | int, ...], agent_id: str) -> InitErrorDetails:

@@ -149,6 +149,8 @@ class Gateway(LazyServices):
             await asyncio.to_thread(self.recovery.interrupt, self, self.recovery.cron)
         if has_memory_files(self.workspace_dir(self.config.agents.default_id)):
             self.memory.index_at_startup()
+        if self.config.present("mcp"):
+            _ = self.spawn(self.mcp.start_eager())  # eager servers come up beside the gateway, not before it
         if self.config.present("channels"):
             from homarus.gateway.services.channels import start_channels
 
@@ -208,6 +210,8 @@ class Gateway(LazyServices):
                 self.runtime.abort(run.session_key, origin="shutdown")
         if self._background:
             await asyncio.wait(list(self._background), timeout=2.0)
+        if self.built("mcp"):
+            await self.mcp.stop()
         if self.built("channels"):
             from homarus.gateway.services.channels import stop_channels
 

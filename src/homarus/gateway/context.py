@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from homarus.gateway.services.run_events import RunEvents
     from homarus.gateway.services.run_recovery import Recovery
     from homarus.gateway.ws.presence import Presence
+    from homarus.mcp.hub import McpHub
     from homarus.plugins.hookmd import HookMdRunner
     from homarus.plugins.injections import InjectionQueue
     from homarus.plugins.registry import PluginRegistry
@@ -124,6 +125,8 @@ class GatewayContext(Protocol):
     plugin_approvals: ApprovalManager
     exec_approvals: ExecApprovals
     channels: ChannelService
+    #: the configured MCP servers and their tools (built when the config has an ``mcp`` section)
+    mcp: McpHub
     devices: DeviceStore
     audit_log: AuditLog
     raw_stream_log: AuditLog

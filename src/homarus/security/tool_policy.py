@@ -122,7 +122,12 @@ def _expand(entries: Iterable[str]) -> list[str]:
     out: list[str] = []
     for entry in entries:
         key = normalize_tool_name(entry)
-        out.extend(GROUPS.get(key, (key,)))
+        if key == "group:mcp":  # every MCP server's tools: only their names hold "__"
+            out.append("*__*")
+        elif key.startswith("mcp:"):
+            out.append(f"{key[4:]}__*")
+        else:
+            out.extend(GROUPS.get(key, (key,)))
     return out
 
 

@@ -47,6 +47,8 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         cron=LazyCron(gw),
         channels=lambda: gw.channels if gw.config.present("channels") else None,
     )
+    if gw.config.present("mcp"):  # no MCP section: the MCP client is never imported
+        runtime.services["tool_prepare"] = gw.mcp.prepare
     runtime.system_events = gw.heartbeats.events.drain
     runtime.memory_for = lambda agent_id: memory_for(gw, agent_id)
     runtime.on_session_run = lambda key: session_started(gw, key)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from homarus.gateway.services.memory import MemoryHub
     from homarus.gateway.services.policy import ToolAccess
     from homarus.gateway.services.run_events import RunEvents
+    from homarus.mcp.hub import McpHub
     from homarus.plugins.hookmd import HookMdRunner
     from homarus.plugins.injections import InjectionQueue
     from homarus.plugins.registry import PluginRegistry
@@ -225,6 +226,12 @@ def channels(gw: GatewayContext) -> ChannelService:
     return build_channels(gw)
 
 
+def mcp(gw: GatewayContext) -> McpHub:
+    from homarus.mcp.hub import McpHub
+
+    return McpHub(gw.config.mcp, gw.tools, log_dir=gw.paths.state_dir / "logs")
+
+
 def audit_log(gw: GatewayContext) -> AuditLog:
     from homarus.audit.log import AuditLog
 
@@ -264,6 +271,7 @@ SERVICES: Final = {
     "plugin_approvals": plugin_approvals,
     "exec_approvals": exec_approvals,
     "channels": channels,
+    "mcp": mcp,
     "devices": devices,
     "audit_log": audit_log,
     "raw_stream_log": raw_stream_log,
@@ -295,6 +303,7 @@ class LazyServices:
     plugin_approvals: ApprovalManager
     exec_approvals: ExecApprovals
     channels: ChannelService
+    mcp: McpHub
     devices: DeviceStore
     audit_log: AuditLog
     raw_stream_log: AuditLog
