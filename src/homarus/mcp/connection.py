@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from mcp import Client
     from mcp_types import CallToolResult, Tool
 
     from homarus.config.mcp import McpServerConfig
-    from mcp import Client
 
 __all__ = ["McpConnection", "McpUnavailable"]
 
