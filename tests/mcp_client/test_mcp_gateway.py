@@ -5,6 +5,7 @@ its own calls; private addresses are refused unless allowed; mcp.status never sh
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -154,3 +155,26 @@ async def test_streamable_http_and_private_addresses(tmp_path: Path, http_server
         assert rows["remote"]["transport"] == "http" and rows["remote"]["state"] == "ready"
         assert rows["blocked"]["state"] == "failed" and "Blocked" in (rows["blocked"]["lastError"] or "")
         assert rows["blocked"]["tools"] == [] and "hdr-secret" not in json.dumps(status)
+
+
+async def test_servers_follow_config_changes(tmp_path: Path) -> None:
+    with run_gateway(tmp_path, config=BASE) as gw:  # no mcp section at start: nothing of it loaded
+        client = await _client(gw)
+        assert (await client.request("mcp.status", {}))["payload"] == {"servers": []}
+        got = (await client.request("config.get", {}))["payload"]
+        added = {"mcp": {"servers": {"demo": {"command": sys.executable, "args": [DEMO, "stdio"]}}}}
+        res = await client.request("config.patch", {"raw": json.dumps(added), "baseHash": got["hash"]})
+        assert res["ok"], res
+        await _run(gw, [("demo__echo", {"text": "hot"})], "mcp-7")
+        assert "echo: hot" in _text(_results(gw)["demo__echo"])
+        got = (await client.request("config.get", {}))["payload"]
+        disabled = {"mcp": {"servers": {"demo": {"enabled": False}}}}
+        res = await client.request("config.patch", {"raw": json.dumps(disabled), "baseHash": got["hash"]})
+        assert res["ok"], res
+        for _ in range(100):
+            if not (await client.request("mcp.status", {}))["payload"]["servers"]:
+                break
+            await asyncio.sleep(0.05)
+        assert (await client.request("mcp.status", {}))["payload"] == {"servers": []}
+        records = await _run(gw, [("demo__echo", {"text": "gone"})], "mcp-8")
+        assert {r["tool"]: r for r in records if r["type"] == "tool.call"}["demo__echo"]["decision"] == "blocked:policy"

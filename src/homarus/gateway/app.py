@@ -114,6 +114,10 @@ class Gateway(LazyServices):
 
             _ = self.channels  # built now, so a second change before it started does not start it twice
             _ = self.spawn(start_channels(self))
+        if self.built("mcp"):
+            _ = self.spawn(self.mcp.reconcile(self.config.mcp))
+        elif self._serving and self.config.present("mcp"):
+            _ = self.spawn(self.mcp.start_eager())
         if secret_changed:
             for conn in list(self.connections.values()):
                 conn.close(CloseCode.AUTH_CHANGED, "gateway auth changed")

@@ -19,7 +19,7 @@ from homarus.mcp.connection import McpConnection, McpUnavailable
 from homarus.mcp.tools import as_tool, tool_name
 
 if TYPE_CHECKING:
-    from homarus.config.mcp import McpConfig
+    from homarus.config.mcp import McpConfig, McpServerConfig
     from homarus.tools.base import ToolRegistry
 
 __all__ = ["McpHub"]
@@ -30,10 +30,8 @@ log = logging.getLogger("homarus.mcp")
 class McpHub:
     def __init__(self, cfg: McpConfig, registry: ToolRegistry, *, log_dir: Path) -> None:
         self.registry = registry
-        self.connections = {
-            name: McpConnection(name, server, log_dir=log_dir, on_tools=self._tools_changed)
-            for name, server in cfg.enabled().items()
-        }
+        self._log_dir = log_dir
+        self.connections = {name: self._connection(name, server) for name, server in cfg.enabled().items()}
         #: registered tool name -> server name
         self._owned: dict[str, str] = {}
         self.collisions: dict[str, list[str]] = {}
@@ -57,6 +55,22 @@ class McpHub:
 
     async def stop(self) -> None:
         await asyncio.gather(*(c.stop() for c in self.connections.values()))
+
+    async def reconcile(self, cfg: McpConfig) -> None:
+        """Follow a config change: removed or disabled servers stop (their tools go), changed ones
+        restart with their new settings, new ones join (eager ones start now)."""
+        wanted = cfg.enabled()
+        gone = [c for name, c in self.connections.items() if wanted.get(name) != c.cfg]
+        await asyncio.gather(*(c.stop() for c in gone))
+        for conn in gone:
+            del self.connections[conn.name]
+        fresh = [self._connection(name, s) for name, s in wanted.items() if name not in self.connections]
+        for conn in fresh:
+            self.connections[conn.name] = conn
+        await asyncio.gather(*(self._try_start(c) for c in fresh if c.cfg.startup == "eager"))
+
+    def _connection(self, name: str, server: McpServerConfig) -> McpConnection:
+        return McpConnection(name, server, log_dir=self._log_dir, on_tools=self._tools_changed)
 
     def _tools_changed(self, conn: McpConnection) -> None:
         for name in [n for n, server in self._owned.items() if server == conn.name]:

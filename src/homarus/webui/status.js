@@ -1,5 +1,5 @@
 // The status page: health, version, model, uptime, connections, plugins and their diagnostics,
-// cron jobs. Methods this gateway does not have (or this token may not call) show as "not
+// MCP servers, cron jobs. Methods this gateway does not have (or this token may not call) show as "not
 // available" instead of failing the page.
 
 import { card, clear, duration, h, relTime, table } from "./dom.js";
@@ -60,13 +60,14 @@ export class StatusView {
 
   async refresh() {
     if (!this.app.client?.connected) return;
-    const [health, status, config, plugins, cron, sessions] = await Promise.all([
+    const [health, status, config, plugins, cron, sessions, mcp] = await Promise.all([
       this.call("health", {}),
       this.call("status", {}),
       this.call("config.get", {}),
       this.call("plugins.list", {}),
       this.call("cron.list", { includeDisabled: true, limit: 50 }),
       this.call("sessions.list", {}),
+      this.call("mcp.status", {}),
     ]);
     // counted from the session stores themselves (the health summary may not count them)
     const perAgent = new Map();
@@ -79,6 +80,7 @@ export class StatusView {
     this.grid.append(this.gatewayCard(health, status, config));
     this.grid.append(this.healthCard(health));
     this.grid.append(this.pluginsCard(plugins));
+    this.grid.append(this.mcpCard(mcp));
     this.grid.append(this.cronCard(cron));
     this.tickUptime();
   }
@@ -138,6 +140,21 @@ export class StatusView {
           h("li", { class: `diag ${d.level}` }, h("span.pill", { class: d.level === "error" ? "bad" : "warn" }, d.level),
             " ", d.pluginId ? h("strong", null, `[${d.pluginId}] `) : null, d.message))))
         : null);
+  }
+
+  mcpCard(mcp) {
+    if (!mcp.ok) return card("MCP servers", h("p.muted", null, unavailable(mcp.error)));
+    const servers = mcp.value?.servers || [];
+    if (!servers.length) return card("MCP servers", h("p.muted", null, "No MCP servers configured (mcp.servers)."));
+    const tone = { ready: "ok", failed: "bad" };
+    return card("MCP servers", table(["Server", "Transport", "State", "Tools", "Last error"], servers.map((s) => [
+      h("span", { title: `started ${s.startedAt ? relTime(s.startedAt) : "never"}, ${s.restarts} restart(s)` }, s.name),
+      s.transport,
+      h("span", { class: `pill ${tone[s.state] || ""}` }, s.state),
+      h("span", { title: (s.tools || []).join("\n") }, String((s.tools || []).length),
+        (s.refused || []).length ? ` (${s.refused.length} refused)` : ""),
+      s.lastError ? h("span.error-text", null, s.lastError) : "—",
+    ])));
   }
 
   cronCard(cron) {

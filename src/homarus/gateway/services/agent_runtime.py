@@ -47,8 +47,13 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         cron=LazyCron(gw),
         channels=lambda: gw.channels if gw.config.present("channels") else None,
     )
-    if gw.config.present("mcp"):  # no MCP section: the MCP client is never imported
-        runtime.services["tool_prepare"] = gw.mcp.prepare
+
+    async def prepare_tools(agent_id: str) -> set[str]:
+        if not gw.built("mcp") and not gw.config.present("mcp"):
+            return set()  # no MCP section: the MCP client is never imported
+        return await gw.mcp.prepare(agent_id)
+
+    runtime.services["tool_prepare"] = prepare_tools
     runtime.system_events = gw.heartbeats.events.drain
     runtime.memory_for = lambda agent_id: memory_for(gw, agent_id)
     runtime.on_session_run = lambda key: session_started(gw, key)
