@@ -49,6 +49,8 @@ MUST_STAY_LAZY = (
     "homarus.gateway.services.channel",
     "homarus.config.mcp",
     "homarus.mcp",
+    "homarus.browser",
+    "playwright",
     "homarus.gateway.methods.mcp",
     "mcp.",
     "mcp_types",

@@ -24,6 +24,7 @@ from pydantic_core import InitErrorDetails
 if TYPE_CHECKING:
     from homarus.config.agents import AgentsConfig, MessagesConfig
     from homarus.config.automation import HooksConfig
+    from homarus.config.browser import BrowserConfig
     from homarus.config.channels import Bindings, ChannelsConfig, CommandsConfig
     from homarus.config.cron import CronConfig
     from homarus.config.gateway import GatewayConfig
@@ -54,6 +55,7 @@ SECTIONS: Final[dict[str, str]] = {
     "bindings": "homarus.config.channels:Bindings",
     "commands": "homarus.config.channels:CommandsConfig",
     "mcp": "homarus.config.mcp:McpConfig",
+    "browser": "homarus.config.browser:BrowserConfig",
 }
 #: editor hint, ignored by the gateway (JSON Schema URL)
 SCHEMA_KEY: Final = "$schema"
@@ -218,6 +220,10 @@ class HomarusConfig:
     @property
     def mcp(self) -> McpConfig:
         return self.section("mcp")  # type: ignore[return-value]
+
+    @property
+    def browser(self) -> BrowserConfig:
+        return self.section("browser")  # type: ignore[return-value]
 
 
 def _unknown_agent(loc: tuple[str | int, ...], agent_id: str) -> InitErrorDetails:

@@ -216,6 +216,8 @@ class Gateway(LazyServices):
             await asyncio.wait(list(self._background), timeout=2.0)
         if self.built("mcp"):
             await self.mcp.stop()
+        if self.built("browser"):
+            await self.browser.stop()
         if self.built("channels"):
             from homarus.gateway.services.channels import stop_channels
 

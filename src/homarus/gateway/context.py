@@ -21,6 +21,7 @@ from homarus.protocol.limits import MAX_BUFFERED_BYTES, TICK_INTERVAL_MS
 if TYPE_CHECKING:
     from homarus.agents.runtime import AgentRuntime
     from homarus.audit.log import AuditLog
+    from homarus.browser.manager import BrowserHub
     from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
     from homarus.config.store import ConfigStore
@@ -127,6 +128,8 @@ class GatewayContext(Protocol):
     channels: ChannelService
     #: the configured MCP servers and their tools (built when the config has an ``mcp`` section)
     mcp: McpHub
+    #: the agents' headless browsers (built by the first browser tool call)
+    browser: BrowserHub
     devices: DeviceStore
     audit_log: AuditLog
     raw_stream_log: AuditLog

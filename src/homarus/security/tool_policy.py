@@ -77,6 +77,7 @@ SUBAGENT_DENY_LEAF = ("sessions_list", "sessions_history", "sessions_spawn")
 
 #: never callable over plain HTTP (/tools/invoke), whatever the session policy says
 DEFAULT_HTTP_DENY = (
+    "browser",
     "exec",
     "process",
     "spawn",

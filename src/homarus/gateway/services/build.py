@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from homarus.agents.runtime import AgentRuntime
     from homarus.audit.log import AuditLog
+    from homarus.browser.manager import BrowserHub
     from homarus.cron.service import CronService
     from homarus.gateway.context import GatewayContext
     from homarus.gateway.services.channels import ChannelService
@@ -226,6 +227,12 @@ def channels(gw: GatewayContext) -> ChannelService:
     return build_channels(gw)
 
 
+def browser(gw: GatewayContext) -> BrowserHub:
+    from homarus.browser.manager import BrowserHub
+
+    return BrowserHub(gw.config.browser, gw.paths.state_dir)
+
+
 def mcp(gw: GatewayContext) -> McpHub:
     from homarus.mcp.hub import McpHub
 
@@ -272,6 +279,7 @@ SERVICES: Final = {
     "exec_approvals": exec_approvals,
     "channels": channels,
     "mcp": mcp,
+    "browser": browser,
     "devices": devices,
     "audit_log": audit_log,
     "raw_stream_log": raw_stream_log,
@@ -304,6 +312,7 @@ class LazyServices:
     exec_approvals: ExecApprovals
     channels: ChannelService
     mcp: McpHub
+    browser: BrowserHub
     devices: DeviceStore
     audit_log: AuditLog
     raw_stream_log: AuditLog

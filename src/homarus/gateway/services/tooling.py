@@ -9,6 +9,7 @@ takes one is refused at load time exactly as if the core tools were there.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Final
 
@@ -23,6 +24,7 @@ __all__ = ["CORE_TOOL_NAMES", "CoreFirstRegistry", "core_tools"]
 CORE_TOOL_NAMES: Final = frozenset(
     {
         "apply_patch",
+        "browser",
         "cron",
         "edit",
         "exec",
@@ -98,7 +100,15 @@ def core_tools(gateway: GatewayContext) -> CoreFirstRegistry:
         from homarus.tools.web import WebSettings, make_web_tools
 
         exec_policy, exec_backend = gateway.exec_host
+        browser = gateway.config.browser
+        if browser.enabled and os.access(browser.executable_path, os.X_OK):  # no Chromium: no browser tool
+            from homarus.browser.tool import make_browser_tool
+
+            optional = [make_browser_tool(lambda: gateway.browser)]
+        else:
+            optional = []
         return [
+            *optional,
             *session_tools(),
             *file_tools(),
             *search_tools(),

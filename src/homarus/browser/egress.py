@@ -1,0 +1,117 @@
+"""Every request a page makes goes through the SSRF policy before it leaves the machine.
+
+Playwright's routing sees only the first request of a redirect chain (the browser follows the rest
+on its own), so the handler fetches each request itself with redirects off and checks every
+``Location``: a subresource's chain is followed here hop by hop; a page's redirect becomes a
+stand-in page that navigates to the checked target, a fresh request the router sees again. Only http(s),
+``data:``, ``blob:`` and ``about:`` URLs load; WebSockets are checked the same way when the
+Playwright version can route them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urljoin, urlsplit
+
+from homarus.security.ssrf_rules import SsrfPolicy, check_resolved, check_url
+
+if TYPE_CHECKING:
+    from playwright.async_api import Route
+
+__all__ = ["REDIRECT_HEADER", "Egress"]
+
+_LOCAL_SCHEMES = ("data", "blob", "about")
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_BLOCKED = 50
+MAX_REDIRECTS = 10
+#: marks the stand-in page of a checked redirect (its target is the value)
+REDIRECT_HEADER = "x-homarus-redirect"
+
+
+@dataclass
+class Egress:
+    allow_hosts: tuple[str, ...] = ()
+    #: the latest refusals (URL, why), newest last: the tool reports them for the page it drives
+    blocked: list[tuple[str, str]] = field(default_factory=list)
+
+    def _allowed_host(self, host: str) -> bool:
+        return any(host == p or (p.startswith("*.") and host.endswith(p[1:])) for p in self.allow_hosts)
+
+    async def check(self, url: str) -> str | None:
+        """Why ``url`` may not be fetched, or None. A host of ``browser.ssrf.allow`` may be private,
+        never a cloud-metadata or link-local address."""
+        parts = urlsplit(url)
+        scheme = parts.scheme.lower()
+        if scheme in _LOCAL_SCHEMES:
+            return None
+        if scheme not in ("http", "https", "ws", "wss"):
+            return f"scheme {scheme!r} is not allowed"
+        host = (parts.hostname or "").lower()
+        policy = SsrfPolicy(trusted_hostnames=frozenset({host}) if self._allowed_host(host) else frozenset())
+        try:
+            target = check_url(url.replace("ws", "http", 1) if scheme.startswith("ws") else url, policy)
+            if target.ip is None:
+                loop = asyncio.get_running_loop()
+                infos = await loop.getaddrinfo(target.host, None, proto=socket.IPPROTO_TCP)
+                check_resolved(target.host, [str(i[4][0]) for i in infos], policy, trusted=policy.trusts(target))
+        except Exception as exc:  # SsrfBlocked, FetchError, resolution failures: all refusals
+            return str(exc) or type(exc).__name__
+        return None
+
+    def _refuse(self, url: str, why: str) -> None:
+        self.blocked.append((url, why))
+        del self.blocked[:-MAX_BLOCKED]
+
+    async def route(self, route: Route) -> None:
+        request = route.request
+        url = request.url
+        why = await self.check(url)
+        if why is not None:
+            self._refuse(url, why)
+            await route.abort("blockedbyclient")
+            return
+        if urlsplit(url).scheme.lower() in _LOCAL_SCHEMES:
+            await route.continue_()
+            return
+        current = url
+        for _ in range(MAX_REDIRECTS + 1):
+            try:
+                response = await route.fetch(url=current, max_redirects=0)
+            except Exception as exc:  # unreachable, reset: the page sees a failed request
+                self._refuse(current, f"fetch failed: {exc}")
+                await route.abort("failed")
+                return
+            location = response.headers.get("location")
+            if response.status not in _REDIRECTS or not location:
+                await route.fulfill(response=response)
+                return
+            target = urljoin(current, location)
+            why = await self.check(target)
+            if why is not None:
+                self._refuse(target, why)
+                await route.abort("blockedbyclient")
+                return
+            if request.is_navigation_request():
+                # the browser would follow a redirect without asking the router: a navigation to the
+                # checked target instead is a fresh request, routed (and checked) like any other
+                await route.fulfill(
+                    status=200,
+                    headers={"content-type": "text/html; charset=utf-8", REDIRECT_HEADER: target},
+                    body=f"<!doctype html><script>location.replace({json.dumps(target)})</script>",
+                )
+                return
+            current = target  # a subresource: follow here, every hop checked
+        self._refuse(url, f"more than {MAX_REDIRECTS} redirects")
+        await route.abort("failed")
+
+    async def route_websocket(self, ws: Any) -> None:
+        why = await self.check(ws.url)
+        if why is not None:
+            self._refuse(ws.url, why)
+            await ws.close(code=1008, reason="blocked")
+            return
+        ws.connect_to_server()

@@ -1,0 +1,160 @@
+"""The browser tool with real headless Chromium against pages served on loopback by the test
+(allowed for 127.0.0.1 only): snapshot refs, click/type flows, a stale ref, a redirect and a
+subresource to a blocked address, screenshot, console, evaluate off, idle shutdown."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from homarus.browser.manager import BrowserHub
+from homarus.browser.tool import make_browser_tool
+from homarus.config.browser import BrowserConfig
+from homarus.errors import InvalidRequest
+from homarus.tools.base import Tool, ToolContext, ToolResult
+
+CHROMIUM = "/usr/bin/chromium"
+pytestmark = pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=f"{CHROMIUM} is not installed")
+
+PAGES = {
+    "/": "<title>Home</title><h1>Lobster news</h1><p>Fresh today.</p><a href='/form'>Sign up</a>",
+    "/form": (
+        "<title>Form</title><label for=n>Name</label><input id=n>"
+        "<button onclick=\"document.getElementById('out').textContent='Hello, '+document.getElementById('n').value\">"
+        "Greet</button><p id=out></p><script>console.log('form ready')</script>"
+    ),
+    "/secret": "<p>internal secret</p>",
+}
+
+
+class _Site(BaseHTTPRequestHandler):
+    seen: list[str]
+
+    def do_GET(self) -> None:
+        self.seen.append(self.path)
+        port = self.server.server_port  # type: ignore[attr-defined]
+        if self.path == "/redirect-private":
+            self.send_response(302)
+            self.send_header("Location", f"http://localhost:{port}/secret")
+            self.end_headers()
+            return
+        if self.path == "/img-private":
+            body = f"<title>Img</title><p>picture</p><img src='http://localhost:{port}/secret'>".encode()
+        elif self.path in PAGES:
+            body = PAGES[self.path].encode()
+        else:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@pytest.fixture
+def site() -> Iterator[tuple[str, list[str]]]:
+    seen: list[str] = []
+    handler = type("Site", (_Site,), {"seen": seen})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _text(result: ToolResult) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def _ref(snapshot: str, role: str, name: str) -> str:
+    for line in snapshot.splitlines():
+        if f'{role} "{name}"' in line:
+            return line.split("[ref=")[1].split("]")[0]
+    raise AssertionError(f"no {role} {name!r} in:\n{snapshot}")
+
+
+async def test_the_agent_reads_clicks_types_and_cannot_reach_private_addresses(
+    tmp_path: Path, site: tuple[str, list[str]]
+) -> None:
+    base, seen = site
+    hub = BrowserHub(BrowserConfig.model_validate({"ssrf": {"allow": ["127.0.0.1"]}}), tmp_path / "state")
+    tool: Tool = make_browser_tool(lambda: hub)
+    ctx = ToolContext("agent:main:main", "main", "r1", "c1", tmp_path)
+
+    async def act(**args: Any) -> ToolResult:
+        return await tool.execute(ctx, args)
+
+    try:
+        opened = await act(action="open", url=base + "/")
+        assert "title 'Home'" in _text(opened), _text(opened)
+        snap = _text(await act(action="snapshot"))
+        assert "EXTERNAL_UNTRUSTED_CONTENT" in snap and 'heading "Lobster news" [level=1]' in snap
+        link = _ref(snap, "link", "Sign up")
+        await act(action="click", ref=link)
+        form = _text(await act(action="snapshot"))
+        assert "Page: Form" in form
+        name_box, button = _ref(form, "textbox", "Name"), _ref(form, "button", "Greet")
+        await act(action="type", ref=name_box, text="Ada")
+        await act(action="click", ref=button)
+        assert "Hello, Ada" in _text(await act(action="snapshot"))
+        assert _ref(_text(await act(action="snapshot")), "button", "Greet") == button  # refs are stable
+        with pytest.raises(InvalidRequest, match="not on the page any more"):
+            await act(action="click", ref=link)  # the link was on the previous page
+        console = _text(await act(action="console"))
+        assert "form ready" in console
+        shot = await act(action="screenshot")
+        image = shot.content[0]
+        assert getattr(image, "mime_type", "") == "image/png" and shot.details["bytes"] < 2_000_000
+        assert (await act(action="evaluate", expression="1+1")).is_error is True  # off by default
+
+        for url in (base.replace("127.0.0.1", "localhost") + "/secret", "http://169.254.169.254/latest/meta-data"):
+            blocked = await act(action="open", url=url)
+            assert blocked.is_error and "blocked" in _text(blocked), _text(blocked)
+        redirected = await act(action="open", url=base + "/redirect-private")
+        assert redirected.is_error and "blocked" in _text(redirected) and "localhost" in _text(redirected)
+        picture = await act(action="open", url=base + "/img-private")
+        assert "request(s) blocked" in _text(picture)
+        assert "/secret" not in seen  # nothing private was ever fetched
+        assert "running" in _text(await act(action="status"))
+        assert "stopped" in _text(await act(action="stop"))
+    finally:
+        await hub.stop()
+
+
+async def test_idle_browser_is_closed_and_sandboxed_sessions_get_none(
+    tmp_path: Path, site: tuple[str, list[str]]
+) -> None:
+    import asyncio
+
+    base, _ = site
+    cfg = BrowserConfig.model_validate({"ssrf": {"allow": ["127.0.0.1"]}, "idleMinutes": 0.01})
+    hub = BrowserHub(cfg, tmp_path / "state")
+    tool = make_browser_tool(lambda: hub)
+    ctx = ToolContext("agent:main:main", "main", "r1", "c1", tmp_path)
+    try:
+        await tool.execute(ctx, {"action": "open", "url": base + "/"})
+        assert hub.status("main")["running"] is True
+        for _ in range(100):
+            if not hub.status("main")["running"]:
+                break
+            await asyncio.sleep(0.1)
+        assert hub.status("main")["running"] is False
+        assert (tmp_path / "state" / "browser" / "main" / "profile").is_dir()  # the profile stays
+        sandboxed = ToolContext("agent:main:x", "main", "r2", "c2", tmp_path, sandbox=object())  # type: ignore[arg-type]
+        refused = await tool.execute(sandboxed, {"action": "open", "url": base + "/"})
+        assert refused.is_error and "sandboxed" in _text(refused)
+    finally:
+        await hub.stop()
