@@ -18,6 +18,7 @@ from homarus.browser.tool import make_browser_tool
 from homarus.config.browser import BrowserConfig
 from homarus.errors import InvalidRequest
 from homarus.tools.base import Tool, ToolContext, ToolResult
+from homarus.tools.sandbox_sessions import SandboxView
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK), reason=f"{CHROMIUM} is not installed")
@@ -44,7 +45,18 @@ class _Site(BaseHTTPRequestHandler):
             self.send_header("Location", f"http://localhost:{port}/secret")
             self.end_headers()
             return
-        if self.path == "/img-private":
+        if self.path == "/login":
+            body = b"<title>Login</title><p>signed in</p>"
+            self.send_response(200)
+            self.send_header("Set-Cookie", "session=owner-login; Path=/; Max-Age=3600")
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        if self.path == "/whoami":
+            body = f"<title>Who</title><p>cookie: {self.headers.get('Cookie') or 'none'}</p>".encode()
+        elif self.path == "/img-private":
             body = f"<title>Img</title><p>picture</p><img src='http://localhost:{port}/secret'>".encode()
         elif self.path in PAGES:
             body = PAGES[self.path].encode()
@@ -134,7 +146,7 @@ async def test_the_agent_reads_clicks_types_and_cannot_reach_private_addresses(
         await hub.stop()
 
 
-async def test_idle_browser_is_closed_and_sandboxed_sessions_get_none(
+async def test_idle_browser_is_closed_and_sandboxed_sessions_get_their_own_or_none(
     tmp_path: Path, site: tuple[str, list[str]]
 ) -> None:
     import asyncio
@@ -153,8 +165,17 @@ async def test_idle_browser_is_closed_and_sandboxed_sessions_get_none(
             await asyncio.sleep(0.1)
         assert hub.status("main")["running"] is False
         assert (tmp_path / "state" / "browser" / "main" / "profile").is_dir()  # the profile stays
-        sandboxed = ToolContext("agent:main:x", "main", "r2", "c2", tmp_path, sandbox=object())  # type: ignore[arg-type]
+        view = SandboxView("agent:main:x", tmp_path, None, True, None)
+        sandboxed = ToolContext("agent:main:x", "main", "r2", "c2", tmp_path, sandbox=view)
         refused = await tool.execute(sandboxed, {"action": "open", "url": base + "/"})
-        assert refused.is_error and "sandboxed" in _text(refused)
+        assert refused.is_error and "sandbox.browser.enabled" in _text(refused)
+
+        view.browser = True  # sandbox.browser.enabled: a browser of their own, never the agent's cookies
+        await tool.execute(ctx, {"action": "open", "url": base + "/login"})
+        await tool.execute(sandboxed, {"action": "open", "url": base + "/whoami"})
+        assert "cookie: none" in _text(await tool.execute(sandboxed, {"action": "snapshot"}))
+        await tool.execute(ctx, {"action": "open", "url": base + "/whoami"})
+        assert "cookie: session=owner-login" in _text(await tool.execute(ctx, {"action": "snapshot"}))
+        assert hub.status("main", sandboxed=True)["profile"].endswith("sandbox-profile")
     finally:
         await hub.stop()

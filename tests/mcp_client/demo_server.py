@@ -1,5 +1,5 @@
 """An MCP server written with the official SDK for the tests: ``python demo_server.py stdio`` or
-``python demo_server.py http PORT`` (streamable HTTP on 127.0.0.1)."""
+``python demo_server.py http PORT`` (streamable HTTP on 127.0.0.1) or ``sse PORT`` (SSE only)."""
 
 from __future__ import annotations
 
@@ -53,6 +53,26 @@ async def grow(ctx: Context) -> str:
 
 
 @server.tool()
+def probe(path: str, port: int) -> dict[str, object]:
+    """Who and where the server is: its uid, directory, token, whether it sees a path and reaches a port."""
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            reached = True
+    except OSError:
+        reached = False
+    return {
+        "uid": os.getuid(),
+        "cwd": os.getcwd(),
+        "token": os.environ.get("DEMO_TOKEN"),
+        "home": os.environ.get("HOME"),
+        "sees": os.path.exists(path),
+        "reached": reached,
+    }
+
+
+@server.tool()
 def fail() -> str:
     """Fail as a tool (isError)."""
     raise ValueError("the tool failed on purpose")
@@ -61,5 +81,7 @@ def fail() -> str:
 if __name__ == "__main__":
     if sys.argv[1] == "http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    elif sys.argv[1] == "sse":  # the older transport only: GET /sse and POST /messages/
+        server.run("sse", host="127.0.0.1", port=int(sys.argv[2]))
     else:
         server.run("stdio")

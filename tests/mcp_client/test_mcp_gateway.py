@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +17,7 @@ import pytest
 from homarus.plugins.runner import HookRegistration
 from homarus.providers.scripted import Reply, ScriptedProvider
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
+from tests.mcp_client.remote import serve_demo
 from tests.wsclient import Client, open_client
 
 DEMO = str(Path(__file__).with_name("demo_server.py"))
@@ -122,23 +120,8 @@ async def test_policy_groups_and_a_crash_and_a_hang(tmp_path: Path) -> None:
 
 @pytest.fixture
 def http_server() -> Iterator[str]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, DEMO, "http", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with socket.socket() as probe:
-                if probe.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.kill()
-        proc.wait(10)
+    with serve_demo("http") as url:
+        yield url
 
 
 async def test_streamable_http_and_private_addresses(tmp_path: Path, http_server: str) -> None:

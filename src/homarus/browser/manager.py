@@ -1,7 +1,9 @@
 """One headless Chromium per agent, started on first use and closed when idle.
 
 Each agent has a persistent profile under ``$STATE/browser/<agent>/profile`` (cookies survive a
-restart of the browser), shared by its sessions; each session drives a tab of its own. Downloads
+restart of the browser), shared by its sessions; each session drives a tab of its own. Sandboxed
+sessions (when ``sandbox.browser.enabled``) get a second browser of the agent's, whose profile
+(``sandbox-profile``) is emptied at each start: they never see the agent's cookies or logins. Downloads
 are refused, service workers blocked (they would bypass request routing), and every request goes
 through :class:`homarus.browser.egress.Egress`.
 """
@@ -13,6 +15,7 @@ import collections
 import contextlib
 import logging
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,10 +40,14 @@ class BrowserUnavailable(Exception):
 
 
 class AgentBrowser:
-    def __init__(self, agent_id: str, cfg: BrowserConfig, profile: Path, playwright: Playwright) -> None:
+    def __init__(
+        self, agent_id: str, cfg: BrowserConfig, profile: Path, playwright: Playwright, *, throwaway: bool = False
+    ) -> None:
         self.agent_id = agent_id
         self.cfg = cfg
         self.profile = profile
+        #: the profile is emptied at each start (the sandboxed sessions' browser)
+        self.throwaway = throwaway
         self.egress = Egress(tuple(h.lower() for h in cfg.ssrf.allow))
         self._pw = playwright
         self._context: BrowserContext | None = None
@@ -63,6 +70,8 @@ class AgentBrowser:
                 return
             if not os.access(self.cfg.executable_path, os.X_OK):
                 raise BrowserUnavailable(f"no Chromium at {self.cfg.executable_path} (browser.executablePath)")
+            if self.throwaway:
+                shutil.rmtree(self.profile, ignore_errors=True)
             self.profile.mkdir(parents=True, exist_ok=True, mode=0o700)
             args = [*_ARGS, *(["--no-sandbox"] if os.geteuid() == 0 else [])]  # Chromium's sandbox refuses root
             context = await self._pw.chromium.launch_persistent_context(
@@ -138,7 +147,7 @@ class BrowserHub:
         self._idle: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
 
-    async def for_agent(self, agent_id: str) -> AgentBrowser:
+    async def for_agent(self, agent_id: str, *, sandboxed: bool = False) -> AgentBrowser:
         async with self._lock:
             if self._pw is None:
                 try:
@@ -148,20 +157,29 @@ class BrowserHub:
                 self._pw_cm = async_playwright()
                 self._pw = await self._pw_cm.start()
                 self._idle = asyncio.create_task(self._reap(), name="browser-idle")
-            browser = self._browsers.get(agent_id)
+            key = self._key(agent_id, sandboxed)
+            browser = self._browsers.get(key)
             if browser is None:
-                profile = self.state_dir / "browser" / agent_id / "profile"
-                browser = self._browsers[agent_id] = AgentBrowser(agent_id, self.cfg, profile, self._pw)
+                profile = self._profile(agent_id, sandboxed)
+                browser = AgentBrowser(agent_id, self.cfg, profile, self._pw, throwaway=sandboxed)
+                self._browsers[key] = browser
             return browser
 
-    def status(self, agent_id: str) -> dict[str, Any]:
-        browser = self._browsers.get(agent_id)
+    @staticmethod
+    def _key(agent_id: str, sandboxed: bool) -> str:
+        return f"{agent_id}\0sandbox" if sandboxed else agent_id
+
+    def _profile(self, agent_id: str, sandboxed: bool) -> Path:
+        return self.state_dir / "browser" / agent_id / ("sandbox-profile" if sandboxed else "profile")
+
+    def status(self, agent_id: str, *, sandboxed: bool = False) -> dict[str, Any]:
+        browser = self._browsers.get(self._key(agent_id, sandboxed))
         running = browser is not None and browser.running
         return {
             "running": running,
             "tabs": browser.tabs() if browser is not None and running else [],
             "headless": self.cfg.headless,
-            "profile": str(self.state_dir / "browser" / agent_id / "profile"),
+            "profile": str(self._profile(agent_id, sandboxed)),
         }
 
     async def _reap(self) -> None:

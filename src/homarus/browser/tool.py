@@ -3,7 +3,8 @@
 The model reads a page through ``snapshot`` (an outline with element refs) and acts on refs;
 everything a page says reaches the model inside the untrusted-content wrapper. A navigation to a
 blocked address answers "blocked" (nothing was fetched); a ref that is no longer on the page says
-so; ``evaluate`` runs only when ``browser.allowEvaluate`` is on; sandboxed sessions get no browser.
+so; ``evaluate`` runs only when ``browser.allowEvaluate`` is on; sandboxed sessions get no browser
+unless ``sandbox.browser.enabled``, and then one with a throw-away profile of their own.
 """
 
 from __future__ import annotations
@@ -58,13 +59,16 @@ def make_browser_tool(hub: Callable[[], BrowserHub]) -> Tool:
         """Drive a headless web browser: open/navigate a URL, snapshot the page (an outline whose
         elements carry refs like e12), click/type/select/press/hover by ref, scroll, wait, take a
         screenshot or a PDF, read the console. Private and local addresses are blocked."""
-        if ctx.sandbox is not None:
-            return ToolResult.text("the browser is not available in sandboxed sessions", is_error=True)
+        sandboxed = ctx.sandbox is not None
+        if ctx.sandbox is not None and not ctx.sandbox.browser:
+            return ToolResult.text(
+                "the browser is not available in sandboxed sessions (sandbox.browser.enabled is off)", is_error=True
+            )
         owner = hub()
         if action == "status":
-            return ToolResult.text(_describe(owner.status(ctx.agent_id)))
+            return ToolResult.text(_describe(owner.status(ctx.agent_id, sandboxed=sandboxed)))
         try:
-            agent = await owner.for_agent(ctx.agent_id)
+            agent = await owner.for_agent(ctx.agent_id, sandboxed=sandboxed)
             if action == "stop":
                 await agent.stop()
                 return ToolResult.text("browser stopped")
@@ -73,7 +77,7 @@ def make_browser_tool(hub: Callable[[], BrowserHub]) -> Tool:
                 return ToolResult.text("browser started")
             if action == "tabs":
                 await agent.start()
-                return ToolResult.text(_describe(owner.status(ctx.agent_id)))
+                return ToolResult.text(_describe(owner.status(ctx.agent_id, sandboxed=sandboxed)))
             return await _act(agent, ctx, action, locals())
         except BrowserUnavailable as exc:
             return ToolResult.text(str(exc), is_error=True)

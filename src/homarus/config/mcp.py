@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, model_validator
 
 from homarus.config.base import ConfigModel
+from homarus.config.sandbox import SandboxLimits
 
 __all__ = ["SERVER_NAME", "McpConfig", "McpServerConfig"]
 
@@ -41,11 +42,26 @@ class McpServerConfig(ConfigModel):
     #: a remote server on a private, loopback or link-local address (refused by default, as for
     #: web_fetch; cloud-metadata addresses stay refused)
     allow_private_network: bool = False
+    #: a stdio server runs inside the bubblewrap sandbox as an unprivileged user, in a private
+    #: directory (or ``cwd``) mounted read-write, with the system read-only and no network
+    sandbox: bool = False
+    #: the sandboxed server shares the host's network (it needs to reach an API)
+    sandbox_network: bool = False
+    #: host paths the sandboxed server may read (read-only, at the same place); the command's
+    #: own install prefix (a virtualenv, a ``node_modules``) is added for it
+    sandbox_read_paths: list[str] = Field(default_factory=list, max_length=64)
+    #: rlimits of the sandboxed server (CPU seconds default to a day: it lives long)
+    sandbox_limits: SandboxLimits = Field(default_factory=lambda: SandboxLimits(cpu_seconds=86_400))
 
     @model_validator(mode="after")
     def _one_kind(self) -> McpServerConfig:
         if (self.command is None) == (self.url is None):
             raise ValueError("a server has either command (stdio) or url (remote), not both or neither")
+        if self.sandbox and self.command is None:
+            raise ValueError("sandbox is for stdio servers (a command)")
+        for path in self.sandbox_read_paths:
+            if not path.startswith("/") or "\0" in path:
+                raise ValueError(f"sandboxReadPaths: {path!r} is not an absolute path")
         if self.command is not None and self.transport not in ("auto", "stdio"):
             raise ValueError(f"transport {self.transport!r} needs a url")
         if self.url is not None:

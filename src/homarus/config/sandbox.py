@@ -13,7 +13,14 @@ from pydantic import Field
 
 from homarus.config.base import ConfigModel
 
-__all__ = ["SandboxConfig", "SandboxDockerConfig", "SandboxLimits", "SandboxPrune", "SandboxUlimit"]
+__all__ = [
+    "SandboxBrowserConfig",
+    "SandboxConfig",
+    "SandboxDockerConfig",
+    "SandboxLimits",
+    "SandboxPrune",
+    "SandboxUlimit",
+]
 
 
 class SandboxLimits(ConfigModel):
@@ -83,6 +90,12 @@ class SandboxDockerConfig(ConfigModel):
     dangerously_allow_container_namespace_join: bool = False
 
 
+class SandboxBrowserConfig(ConfigModel):
+    #: sandboxed sessions may use the ``browser`` tool, with a profile of their own that starts
+    #: empty each time the browser starts (never the agent's cookies); off: no browser for them
+    enabled: bool = False
+
+
 class SandboxConfig(ConfigModel):
     #: ``off``; ``non-main``: every session but the main one; ``all``
     mode: Literal["off", "non-main", "all"] = "off"
@@ -98,3 +111,4 @@ class SandboxConfig(ConfigModel):
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
     prune: SandboxPrune = Field(default_factory=SandboxPrune)
     docker: SandboxDockerConfig = Field(default_factory=SandboxDockerConfig)
+    browser: SandboxBrowserConfig = Field(default_factory=SandboxBrowserConfig)

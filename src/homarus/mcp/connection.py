@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult, Tool
 
     from homarus.config.mcp import McpServerConfig
+    from homarus.mcp.egress import GuardedBackend
 
 __all__ = ["McpConnection", "McpUnavailable"]
 
@@ -66,6 +67,10 @@ class McpConnection:
         self._broken = asyncio.Event()
         self._relist = asyncio.Event()
         self._retry = asyncio.Event()
+        #: a remote server's connection guard (where each connection went)
+        self.egress: GuardedBackend | None = None
+        #: the transport spoken: ``auto`` starts as streamable HTTP and becomes SSE when only that answers
+        self.kind: Literal["stdio", "http", "sse"] = cfg.kind
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -128,17 +133,38 @@ class McpConnection:
         self.state = "stopped"
 
     async def _session(self) -> None:
-        with contextlib.ExitStack() as files:
-            errlog = files.enter_context(self._stderr()) if self.cfg.kind == "stdio" else None
-            await self._serve(self._transport(errlog))
+        if self.cfg.kind == "stdio":
+            with self._stderr() as errlog:
+                await self._serve(self._transport(errlog, "stdio"), "stdio")
+            return
+        if self.cfg.transport != "auto" or self.kind == "sse":
+            await self._serve(self._transport(None, self.kind), self.kind)
+            return
+        try:
+            await self._serve(self._transport(None, "http"), "http")
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            if self.started_at is not None or self._stop.is_set():
+                raise  # it spoke streamable HTTP before: this is a failure, not a missing endpoint
+            first = _describe(exc)
+            try:  # an older server: the SSE transport at the same URL
+                await self._serve(self._transport(None, "sse"), "sse")
+            except asyncio.CancelledError:
+                raise
+            except BaseException as again:
+                if self.started_at is not None:
+                    raise  # it did speak SSE, then failed
+                raise McpUnavailable(f"streamable HTTP: {first}; SSE: {_describe(again)}") from again
 
-    async def _serve(self, transport: Any) -> None:
+    async def _serve(self, transport: Any, kind: Literal["stdio", "http", "sse"]) -> None:
         from mcp import Client
 
         async with Client(transport, message_handler=self._message, raise_exceptions=True) as client:
             self._client = client
             await self._list(client)
             self.state = "ready"
+            self.kind = kind  # restarts speak what answered
             self.last_error = None
             self.started_at = int(time.time() * 1000)
             self._ready.set()
@@ -190,26 +216,42 @@ class McpConnection:
     def _timeout(self) -> float:
         return self.cfg.timeout_ms / 1000
 
-    def _transport(self, errlog: Any) -> Any:
+    def _transport(self, errlog: Any, kind: str) -> Any:
         cfg = self.cfg
-        if cfg.kind == "stdio":
+        if kind == "stdio":
             from mcp.client.stdio import StdioServerParameters, get_default_environment, stdio_client
 
             assert cfg.command is not None
-            env = {**get_default_environment(), **{k: v.get_secret_value() for k, v in cfg.env.items()}}
-            params = StdioServerParameters(command=cfg.command, args=cfg.args, env=env, cwd=cfg.cwd)
+            env = {k: v.get_secret_value() for k, v in cfg.env.items()}
+            if cfg.sandbox:
+                from homarus.mcp.sandboxing import sandboxed_command
+
+                command, args, cwd = sandboxed_command(self.name, cfg, self._log_dir.parent / "mcp")
+                params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
+            else:
+                env = {**get_default_environment(), **env}
+                params = StdioServerParameters(command=cfg.command, args=cfg.args, env=env, cwd=cfg.cwd)
             return stdio_client(params, errlog=errlog)
         assert cfg.url is not None
-        _check_egress(cfg.url, allow_private=cfg.allow_private_network)
+        _check_egress(cfg.url, allow_private=cfg.allow_private_network)  # a clear error before any connect
+        from homarus.mcp.egress import guarded_client
+
         headers = {k: v.get_secret_value() for k, v in cfg.headers.items()}
-        if cfg.kind == "sse":
+        if kind == "sse":
             from mcp.client.sse import sse_client
 
-            return sse_client(cfg.url, headers=headers, timeout=self._timeout())
-        import httpx2
+            def factory(headers: Any = None, timeout: Any = None, auth: Any = None) -> Any:
+                client, self.egress = guarded_client(
+                    allow_private=cfg.allow_private_network, headers=headers or {}, timeout=self._timeout()
+                )
+                return client
+
+            return sse_client(cfg.url, headers=headers, timeout=self._timeout(), httpx_client_factory=factory)
         from mcp.client.streamable_http import streamable_http_client
 
-        http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(self._timeout()), follow_redirects=False)
+        http, self.egress = guarded_client(
+            allow_private=cfg.allow_private_network, headers=headers, timeout=self._timeout()
+        )
         return streamable_http_client(cfg.url, http_client=http)
 
     def _stderr(self) -> Any:
@@ -250,7 +292,8 @@ class McpConnection:
     def status(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "transport": self.cfg.kind,
+            "transport": self.kind,
+            "sandbox": self.cfg.sandbox,
             "state": self.state,
             "tools": [t.name for t in self.tools],
             "lastError": self.last_error,

@@ -29,7 +29,6 @@ NOT_CARRIED: Final = {
     "wizard": "onboarding state of the original",
     "meta": "bookkeeping of the original",
     "ui": "the original's UI preferences",
-    "browser": "no browser tool yet",
     "talk": "no voice mode",
     "canvasHost": "no canvas host",
     "nodes": "no device nodes",

@@ -148,6 +148,8 @@ class BwrapBackend:
         max_output_bytes: int = 200_000,
         bwrap: str | None = None,
         shell: str = "/bin/sh",
+        read_paths: Sequence[Path] = (),
+        etc_dir: Path | None = None,
     ) -> None:
         self.workspace = Path(workspace).resolve()
         self.agent_workspace = Path(agent_workspace).resolve() if agent_workspace is not None else None
@@ -157,17 +159,27 @@ class BwrapBackend:
         self.max_output_bytes = max_output_bytes
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         self.shell = shell
+        #: more host paths the command may read, mounted read-only at the same place
+        system = [Path(d) for d in _SYSTEM_DIRS]
+        self.read_paths = tuple(
+            p for p in (Path(r).resolve() for r in read_paths)
+            if p != Path("/") and not any(p == d or d in p.parents for d in system)
+        )  # fmt: skip
         self.setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
         self.root_mode = os.geteuid() == 0 and self.setpriv is not None and self.setpriv.startswith("/usr/")
         #: the workspace is not the sandbox user's (see the module docstring)
         self.dac_override = self.root_mode and _owner(self.workspace) != SANDBOX_UID
-        self._etc = self._make_etc()
+        self._etc = self._make_etc(etc_dir)
 
     # -- the command line -------------------------------------------------------------------
 
     @staticmethod
-    def _make_etc() -> Path:
-        etc = Path(tempfile.mkdtemp(prefix="homarus-sbx-etc-"))
+    def _make_etc(etc_dir: Path | None) -> Path:
+        """The generated ``/etc`` files: in a fresh temporary directory, or in ``etc_dir`` (reused
+        by a process that ``exec``-s into the sandbox and cannot remove a temporary one)."""
+        if etc_dir is not None:
+            etc_dir.mkdir(parents=True, exist_ok=True)
+        etc = etc_dir or Path(tempfile.mkdtemp(prefix="homarus-sbx-etc-"))
         os.chmod(etc, 0o755)  # noqa: S103  (world-readable on purpose: read by uid 65534)
         files = {
             "passwd": f"sandbox:x:{SANDBOX_UID}:{SANDBOX_GID}:sandbox:/workspace:/bin/sh\n",
@@ -196,6 +208,14 @@ class BwrapBackend:
                 args += ["--symlink", os.readlink(path), path]
             elif os.path.isdir(path):
                 args += ["--ro-bind", path, path]
+        made: set[Path] = set()
+        for read in self.read_paths:
+            # bwrap would make the missing parents 0700 (root's): the sandbox user could not pass
+            for parent in reversed(read.parents[:-1]):
+                if parent not in made:
+                    made.add(parent)
+                    args += ["--perms", "0755", "--dir", str(parent)]
+            args += ["--ro-bind-try", str(read), str(read)]
         args += ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/var"]
         for name in ("passwd", "group", "hosts", "hostname"):
             args += ["--ro-bind", str(self._etc / name), f"/etc/{name}"]
@@ -210,13 +230,19 @@ class BwrapBackend:
             args += ["--ro-bind", str(self.agent_workspace), "/agent"]
         return [*args, "--remount-ro", "/"]  # the root tmpfs (and /etc in it) read-only
 
-    def _env_args(self, env: Mapping[str, str]) -> list[str]:
-        clean, _ = sanitize_env(env)
+    @staticmethod
+    def sandbox_env(env: Mapping[str, str], *, keep_secrets: bool = False) -> dict[str, str]:
+        """The command's environment: ``env`` (credential-like keys dropped unless ``keep_secrets``)
+        with the sandbox's own ``PATH``, ``HOME`` and user."""
+        clean = dict(env) if keep_secrets else sanitize_env(env)[0]
         merged = {k: v for k, v in clean.items() if _ENV_KEY.fullmatch(k) and k not in _RESERVED_ENV and "\0" not in v}
         merged |= {"PATH": SANDBOX_PATH, "HOME": "/workspace", "USER": "sandbox", "LOGNAME": "sandbox"}
         merged.setdefault("LANG", "C.UTF-8")
+        return merged
+
+    def _env_args(self, env: Mapping[str, str]) -> list[str]:
         args = ["--clearenv"]
-        for key, value in merged.items():
+        for key, value in self.sandbox_env(env).items():
             args += ["--setenv", key, value]
         return args
 
@@ -239,15 +265,23 @@ class BwrapBackend:
             return [*drop, *(caps or ["--inh-caps=-all"]), "--no-new-privs", "--", *enter, *argv]
         return argv
 
-    def prepare(self, command: str | Sequence[str], cwd: str, env: Mapping[str, str]) -> Launch:
-        """The ``bwrap`` invocation for one command (it owns a seccomp fd: close it after spawning)."""
+    def prepare(
+        self, command: str | Sequence[str], cwd: str, env: Mapping[str, str], *, secret_env: bool = False
+    ) -> Launch:
+        """The ``bwrap`` invocation for one command (it owns a seccomp fd: close it after spawning).
+
+        ``secret_env``: ``env`` is the operator's own (an MCP server's configured secrets): it is
+        kept whole and handed over in ``bwrap``'s environment, never on its command line, where
+        every local user could read it.
+        """
         seccomp = filter_fd(allow_network=self.network)
-        argv = [self.bwrap, "--new-session", "--die-with-parent", *self._namespace_args()]
-        argv += [*self._fs_args(), *self._env_args(env), "--hostname", "sandbox"]
+        argv = [self.bwrap, "--new-session", "--die-with-parent", *self._namespace_args(), *self._fs_args()]
+        argv += [*([] if secret_env else self._env_args(env)), "--hostname", "sandbox"]
         inner = self._inner_cwd(cwd)
         argv += ["--chdir", "/" if self.root_mode else inner, "--seccomp", str(seccomp)]
         argv += ["--", *self._command_argv(command, inner)]
-        launch = Launch(argv, {"PATH": SANDBOX_PATH}, "/", (seccomp,), _rlimits(self.limits))
+        outer = self.sandbox_env(env, keep_secrets=True) if secret_env else {"PATH": SANDBOX_PATH}
+        launch = Launch(argv, outer, "/", (seccomp,), _rlimits(self.limits))
         launch._fds.append(seccomp)
         return launch
 

@@ -60,6 +60,8 @@ class SandboxView:
     unavailable: str | None = None
     created_at: float = field(default_factory=time.time)
     last_used_at: float = field(default_factory=time.time)
+    #: the ``browser`` tool is allowed (``sandbox.browser.enabled``), with a throw-away profile
+    browser: bool = False
 
 
 class SandboxSessions:
@@ -144,6 +146,11 @@ class SandboxSessions:
         return view
 
     def _create(self, scope: str, agent_id: str) -> SandboxView:
+        view = self._make(scope, agent_id)
+        view.browser = self.cfg.browser.enabled
+        return view
+
+    def _make(self, scope: str, agent_id: str) -> SandboxView:
         access = self.cfg.workspace_access
         agent_ws = self.agent_workspace(agent_id)
         kind = self.backend_kind()
