@@ -124,6 +124,8 @@ class FakeLLM:
         self._ids = itertools.count(1)
         #: asked first for every model request: a step, or None for the queue (or the echo)
         self.respond: Callable[[RecordedRequest], Step | None] | None = None
+        #: when set, a request without this key (``Authorization: Bearer`` or ``x-api-key``) gets a 401
+        self.required_key: str | None = None
 
     @property
     def base_url(self) -> str:
@@ -170,6 +172,15 @@ class FakeLLM:
 
     async def _route(self, req: RecordedRequest, writer: asyncio.StreamWriter) -> None:
         path = req.path.split("?")[0].removeprefix("/v1")
+        if self.required_key is not None and self.required_key not in (
+            req.headers.get("x-api-key"),
+            req.headers.get("authorization", "").removeprefix("Bearer "),
+        ):
+            body: dict[str, Any] = {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
+            if "x-api-key" in req.headers or "anthropic-version" in req.headers:
+                body = {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
+            await _send(writer, 401, "application/json", json.dumps(body).encode())
+            return
         if req.method == "GET" and path == "/models":
             data = [{"id": m, "object": "model", "created": 0, "owned_by": "fake"} for m in self.models]
             await _send(writer, 200, "application/json", json.dumps({"object": "list", "data": data}).encode())

@@ -195,7 +195,7 @@ def _where(channel: str, account: str | None, body: Any) -> dict[str, Any]:
     return {"channels": {channel: body}}
 
 
-def _add_patch(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
+def channel_add_patch(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
     key, env_var = _CREDENTIAL[args.channel]
     token = _read_token(args, env_var)
     if token is not None and not token:
@@ -268,7 +268,7 @@ def run_channels(args: argparse.Namespace, paths: StatePaths) -> int:
                     "(homarus config set)",
                     2,
                 )
-            patch, bot = _add_patch(args)
+            patch, bot = channel_add_patch(args)
             how = _apply(args, paths, patch)
             print(f"{_name(args)} added{f' ({bot})' if bot else ''}: {how}")
             print("DM the bot: it answers with a pairing code; approve it: homarus pairing approve <channel> <code>")

@@ -80,6 +80,14 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             from homarus.cli.memory_cmd import run_memory
 
             return run_memory(args, paths)
+        elif args.command == "onboard":
+            from homarus.cli.onboard_cmd import run_onboard
+
+            return run_onboard(args, paths)
+        elif args.command == "models" and args.models_command:
+            from homarus.cli.models_cmd import run_models
+
+            return run_models(args, paths)
         elif args.command == "logs":
             from homarus.cli.logs_cmd import run_logs
 

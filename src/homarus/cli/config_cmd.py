@@ -9,6 +9,8 @@ from typing import Any
 
 import json5
 
+from homarus.cli.prompts import confirm, unified_diff
+from homarus.config.backups import list_backups
 from homarus.config.loader import StatePaths, load_config
 from homarus.config.redact import REDACTED, redact
 from homarus.config.store import ConfigStore
@@ -61,8 +63,39 @@ def run_config(args: argparse.Namespace, paths: StatePaths) -> int:
         if result.restart_required:
             print(f"restart the gateway to apply: {', '.join(result.restart_required)}")
         return 0
-    print("usage: homarus config {get,set,unset,validate,path}", file=sys.stderr)
+    if sub == "backups":
+        rows = list_backups(paths.config_path)
+        for row in rows:
+            print(row.describe())
+        if not rows:
+            print(f"no backups of {paths.config_path} yet (one is kept at every write)")
+        return 0
+    if sub == "restore":
+        return _restore(paths, args.number, yes=args.yes)
+    print("usage: homarus config {get,set,unset,validate,path,backups,restore}", file=sys.stderr)
     return 2
+
+
+def _restore(paths: StatePaths, number: int, *, yes: bool) -> int:
+    chosen = {b.number: b for b in list_backups(paths.config_path)}.get(number)
+    if chosen is None:
+        _err(f"no backup {number} of {paths.config_path} (see: homarus config backups)")
+        return 1
+    current = paths.config_path.read_text(encoding="utf-8") if paths.config_path.exists() else ""
+    wanted = chosen.path.read_text(encoding="utf-8")
+    if current == wanted:
+        print(f"unchanged: backup {number} is the current config")
+        return 0
+    sys.stdout.write(unified_diff(current, wanted, str(paths.config_path), f"backup {number}"))
+    if not yes and not confirm(f"Restore backup {number}?"):
+        print("nothing changed")
+        return 1
+    store = ConfigStore.open(paths)
+    result = store.restore(chosen.path)
+    print(f"restored backup {number} to {paths.config_path} (the replaced version is now backup 1)")
+    if result.restart_required:
+        print(f"restart the gateway to apply: {', '.join(result.restart_required)}")
+    return 0
 
 
 def _reveal(value: Any) -> Any:

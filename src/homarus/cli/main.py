@@ -14,6 +14,8 @@ from homarus.cli.logs_cmd import add_logs_parser
 from homarus.cli.mcp_cmd import add_mcp_parser
 from homarus.cli.memory_cmd import add_memory_parser
 from homarus.cli.migrate_cmd import add_migrate_parser
+from homarus.cli.models_cmd import add_models_parser
+from homarus.cli.onboard_cmd import add_onboard_parser
 from homarus.cli.pairing_cmd import add_pairing_parser
 from homarus.cli.skills_cmd import add_skills_parser
 
@@ -85,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     unset.add_argument("key")
     cfg_sub.add_parser("validate", help="validate the config file; exit 1 with the offending key if bad")
     cfg_sub.add_parser("path", help="print the config file path")
+    cfg_sub.add_parser("backups", help="list the kept previous versions of the config (newest first)")
+    restore = cfg_sub.add_parser("restore", help="bring a kept version back (the current one is kept too)")
+    restore.add_argument("number", nargs="?", type=int, default=1, help="which backup (1 = the newest; default 1)")
+    restore.add_argument("--yes", action="store_true", help="do not ask")
 
     plg = sub.add_parser("plugins", help="list, inspect, enable, disable or check plugins")
     plg_sub = plg.add_subparsers(dest="plugins_command", metavar="SUBCOMMAND")
@@ -106,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_migrate_parser(sub)
     add_devices_parser(sub)
     add_mcp_parser(sub)
+    add_models_parser(sub)
+    add_onboard_parser(sub)
     add_memory_parser(sub)
     add_skills_parser(sub)
     return parser

@@ -166,8 +166,12 @@ def trace_hooks_enabled(env: Mapping[str, str] | None = None) -> bool:
 
 
 def load_config(paths: StatePaths, env: Mapping[str, str] | None = None) -> LoadedConfig:
-    """Read and validate the config file named by ``paths`` (defaults when it does not exist)."""
-    env = os.environ if env is None else env
+    """Read and validate the config file named by ``paths`` (defaults when it does not exist).
+    Without ``env``: the process environment over the state dir's secrets file."""
+    if env is None:
+        from homarus.config.secrets import merged_env
+
+        env = merged_env(paths.state_dir)
     where = str(paths.config_path)
     try:
         raw: str | None = paths.config_path.read_text(encoding="utf-8")

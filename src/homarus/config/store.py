@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from homarus.config.backups import keep_backup
 from homarus.config.loader import LoadedConfig, StatePaths, load_config, parse_config_text, resolve_config
 from homarus.config.redact import restore_redacted
+from homarus.config.secrets import merged_env
 from homarus.errors import ConfigError, InvalidRequest
 from homarus.fs import atomic_write
 
@@ -68,6 +70,9 @@ class ConfigStore:
     def open(cls, paths: StatePaths, env: Mapping[str, str] | None = None) -> ConfigStore:
         return cls(paths, load_config(paths, env), env)
 
+    def _resolve_env(self) -> Mapping[str, str]:
+        return merged_env(self.paths.state_dir) if self._env is None else self._env
+
     def check_base_hash(self, base_hash: str | None) -> None:
         if not self.current.exists:
             return
@@ -80,16 +85,39 @@ class ConfigStore:
         """Validate ``data`` as the whole new file content and write it atomically."""
         data = restore_redacted(data, self.current.parsed or {})
         where = str(self.paths.config_path)
-        resolve_config(data, os.environ if self._env is None else self._env, path=where)  # fail before writing
+        resolve_config(data, self._resolve_env(), path=where)  # fail before writing
         text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
         if self.current.parsed == data:
             return WriteResult(self.current, noop=True, restart_required=())
         before = self.current.parsed or {}
+        keep_backup(self.paths.config_path)
         atomic_write(self.paths.config_path, text, mode=0o600)
         loaded = load_config(self.paths, self._env)
         restart = tuple(".".join(k) for k in _RESTART_KEYS if _dig(before, k) != _dig(data, k))
         self.current = loaded
         return WriteResult(loaded, noop=False, restart_required=restart)
+
+    def restore(self, backup: Path) -> WriteResult:
+        """Bring a kept version back (validated like any write; the current file is kept first)."""
+        try:
+            raw = backup.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read the backup: {exc.strerror or exc}", path=str(backup)) from None
+        return self.replace_raw(raw, source=str(backup))
+
+    def replace_raw(self, raw: str, *, source: str | None = None) -> WriteResult:
+        """Write ``raw`` byte for byte (its comments kept) once it parses and validates."""
+        where = source or str(self.paths.config_path)
+        data = parse_config_text(raw, path=where)
+        resolve_config(data, self._resolve_env(), path=where)
+        if self.current.raw == raw:
+            return WriteResult(self.current, noop=True, restart_required=())
+        before = self.current.parsed or {}
+        keep_backup(self.paths.config_path)
+        atomic_write(self.paths.config_path, raw, mode=0o600)
+        self.current = load_config(self.paths, self._env)
+        restart = tuple(".".join(k) for k in _RESTART_KEYS if _dig(before, k) != _dig(data, k))
+        return WriteResult(self.current, noop=False, restart_required=restart)
 
     def replace_text(self, raw: str) -> WriteResult:
         return self.replace(parse_config_text(raw, path=str(self.paths.config_path)))

@@ -96,12 +96,22 @@ class ModelRegistry:
             raise InvalidRequest(f"unknown model provider {provider_id!r} (models.providers has no such entry)")
         if pc.models and all(m.id != model_id for m in pc.models):
             raise InvalidRequest(f"unknown model {ref!r} (not in models.providers.{provider_id}.models)")
-        key = pc.api_key.get_secret_value() if pc.api_key else self._env.get(env_key_name(provider_id))
-        return ResolvedModel(self._info(provider_id, pc, model_id), self._adapter(provider_id, pc), key)
+        return ResolvedModel(
+            self._info(provider_id, pc, model_id), self._adapter(provider_id, pc), self.api_key(provider_id)
+        )
+
+    def base_url(self, provider_id: str) -> str:
+        pc = self.config.providers[provider_id]
+        return (pc.base_url or _DEFAULT_URLS.get(pc.api, "")).rstrip("/")
+
+    def api_key(self, provider_id: str) -> str | None:
+        """The configured key, else ``$<PROVIDER>_API_KEY``."""
+        pc = self.config.providers[provider_id]
+        return pc.api_key.get_secret_value() if pc.api_key else self._env.get(env_key_name(provider_id))
 
     def _info(self, provider_id: str, pc: ProviderConfig, model_id: str) -> ModelInfo:
         entry = next((m for m in pc.models if m.id == model_id), None)
-        base = (pc.base_url or _DEFAULT_URLS.get(pc.api, "")).rstrip("/")
+        base = self.base_url(provider_id)
         headers = tuple(sorted(pc.headers.items()))
         if entry is None:
             return ModelInfo(provider_id, model_id, pc.api, base, headers=headers)
