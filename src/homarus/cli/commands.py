@@ -34,6 +34,10 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 return _gateway_run(args, paths)
             if args.gateway_command == "call":
                 return _gateway_call(args, paths, args.method, args.params)
+            if args.gateway_command in ("install", "uninstall", "status", "restart"):
+                from homarus.cli.service_cmd import run_service
+
+                return run_service(args, paths)
         elif args.command == "health":
             return _gateway_call(args, paths, "health", "{}")
         elif args.command == "doctor":
@@ -142,7 +146,7 @@ def _gateway_run(args: argparse.Namespace, paths: StatePaths) -> int:
     try:
         asyncio.run(serve(gateway, on_ready=ready, log_level=args.log_level))
     except OSError as exc:
-        _err(str(exc))
+        _err(f"{exc}. Is another gateway running (homarus gateway status)? Another port: --port or gateway.port")
         return 1
     finally:
         for sig, handler in previous.items():

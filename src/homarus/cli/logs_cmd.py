@@ -26,6 +26,7 @@ def add_logs_parser(sub: Any) -> None:
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
     p.add_argument("--json", action="store_true", help="print raw JSON lines")
     p.add_argument("--raw-stream", action="store_true", help="the raw model stream log instead (logging.rawStream)")
+    p.add_argument("--gateway", action="store_true", help="the gateway service's own log (journal / log file)")
 
 
 def _line(r: dict[str, Any]) -> str:
@@ -52,6 +53,10 @@ def _line(r: dict[str, Any]) -> str:
 
 
 def run_logs(args: argparse.Namespace, paths: StatePaths) -> int:
+    if args.gateway:
+        from homarus.cli.service_cmd import follow_gateway_log
+
+        return follow_gateway_log(max(1, args.limit), args.follow)
     from homarus.audit.log import read_records  # only when the command runs: `--help` stays light
 
     directory = paths.state_dir / "logs"

@@ -17,6 +17,7 @@ from homarus.cli.migrate_cmd import add_migrate_parser
 from homarus.cli.models_cmd import add_models_parser
 from homarus.cli.onboard_cmd import add_onboard_parser
 from homarus.cli.pairing_cmd import add_pairing_parser
+from homarus.cli.service_cmd import add_service_parsers
 from homarus.cli.skills_cmd import add_skills_parser
 
 __all__ = ["build_parser", "main"]
@@ -45,6 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("--params", default="{}", help="JSON object of parameters")
     _client_args(call)
     call.add_argument("--expect-final", action="store_true", help="wait past an 'accepted' first response")
+
+    add_service_parsers(gw_sub)
 
     health = sub.add_parser("health", help="ask a running gateway for its health")
     _client_args(health)

@@ -10,7 +10,6 @@ file kept as a backup); keys are never printed.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -77,6 +76,8 @@ def _list(cfg: HomarusConfig, paths: StatePaths, *, discover: bool, as_json: boo
         ]
     problems: list[str] = []
     if discover:
+        import asyncio
+
         known = {r["ref"] for r in rows}
         for pid, offered, problem in asyncio.run(_discover_all(cfg, paths)):
             if problem:
@@ -206,6 +207,8 @@ def _fallbacks(cfg: HomarusConfig, paths: StatePaths, action: str | None, ref: s
 
 
 def _test(cfg: HomarusConfig, paths: StatePaths, ref: str, timeout: float) -> int:
+    import asyncio
+
     from homarus.errors import HomarusError
     from homarus.providers.probe import round_trip
 

@@ -13,7 +13,6 @@ leaves everything as it was.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -151,6 +150,8 @@ def _key(args: argparse.Namespace, ask: Prompter, interactive: bool, preset: Pre
 
 
 def _check(preset: Preset, base_url: str, key: str | None, ask: Prompter, interactive: bool) -> list[Offered]:
+    import asyncio
+
     from homarus.providers.probe import ProbeFailed, list_models
 
     print(f"Checking {base_url} …")
@@ -194,6 +195,8 @@ def _entry(model: str, offered: list[Offered]) -> dict[str, Any]:
 
 
 def _round_trip(preset: Preset, base_url: str, key: str | None, model: str) -> None:
+    import asyncio
+
     from homarus.config.models import ModelsConfig
     from homarus.errors import HomarusError
     from homarus.providers.adapters import default_factories

@@ -7,14 +7,12 @@ JSON5 with a comment before each section, so the file explains itself when opene
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["PRESETS", "Preset", "merged_config", "render_config"]
 
 
-@dataclass(frozen=True, slots=True)
-class Preset:
+class Preset(NamedTuple):  # a NamedTuple, not a dataclass: `homarus --help` imports this module
     id: str
     label: str
     api: str

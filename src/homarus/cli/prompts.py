@@ -6,8 +6,6 @@ printed back. EOF or Ctrl-C raises :class:`Interrupted`, so a wizard stops befor
 
 from __future__ import annotations
 
-import difflib
-import getpass
 import sys
 from collections.abc import Sequence
 
@@ -19,6 +17,8 @@ class Interrupted(Exception):
 
 
 def unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:
+    import difflib
+
     lines = difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=old_name, tofile=new_name
     )
@@ -58,6 +58,8 @@ class Prompter:
     def secret(self, question: str) -> str:
         try:
             if self.tty:
+                import getpass
+
                 return getpass.getpass(f"{question} (hidden): ").strip()
             return self._line(f"{question}: ").strip()
         except (EOFError, KeyboardInterrupt):

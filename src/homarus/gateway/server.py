@@ -8,6 +8,7 @@ HTTP app. Each HTTP surface is mounted by path and imported on its first request
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import socket
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -124,6 +125,7 @@ async def serve(
     gateway: Gateway, *, on_ready: Callable[[GatewayServer], Any] | None = None, log_level: str = "warning"
 ) -> None:
     server = make_server(gateway, log_level=log_level)
+    _check_free(gateway.host, server.config.port)  # uvicorn would sys.exit() from inside the loop
     task = asyncio.create_task(server.serve())
     while not server.started and not task.done():  # noqa: ASYNC110 - uvicorn exposes no started event
         await asyncio.sleep(0.005)
@@ -133,4 +135,18 @@ async def serve(
             on_ready(server)
     await task
     if not server.started:
-        raise OSError(f"could not listen on {gateway.host}:{gateway.options.port}")
+        raise OSError(f"could not listen on {gateway.host}:{server.config.port}")
+
+
+def _check_free(host: str, port: int) -> None:
+    """Bind as uvicorn will (``SO_REUSEADDR``) and let go: a port in use is an OSError saying so."""
+    if port == 0:
+        return
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            why = "in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+            raise OSError(f"cannot listen on {host}:{port}: {why}") from None
