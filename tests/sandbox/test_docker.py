@@ -851,9 +851,24 @@ def test_docker_cli_env_passes_only_client_settings() -> None:
 # -- a real engine ----------------------------------------------------------------------------
 
 
+def _local_image() -> str | None:
+    """An image already on the engine (registries may be unreachable): the named one, Debian's
+    slim image, or the base made offline by scripts/docker-offline-base.sh."""
+    import subprocess
+
+    wanted = os.environ.get("HOMARUS_TEST_DOCKER_IMAGE")
+    for image in [wanted] if wanted else ["debian:bookworm-slim", "homarus-base:bookworm"]:
+        found = subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=30, check=False)
+        if found.returncode == 0:
+            return image
+    return None
+
+
 @pytest.mark.skipif(not engine_available(), reason="no Docker engine answers `docker info`")
 async def test_real_engine_smoke(tmp_path: Path) -> None:  # pragma: no cover - needs an engine
-    image = os.environ.get("HOMARUS_TEST_DOCKER_IMAGE", "debian:bookworm-slim")
+    image = _local_image()
+    if image is None:
+        pytest.skip("no image on the engine (pull debian:bookworm-slim, or scripts/docker-offline-base.sh)")
     cfg = SandboxDockerConfig(image=image, container_prefix="homarus-test-", pids_limit=64, memory="256m")
     sb = DockerSandbox(cfg, state_dir=tmp_path / "state")
     key = f"test:{os.getpid()}:{time.time_ns()}"

@@ -43,7 +43,7 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         elif args.command == "doctor":
             from homarus.cli.doctor import run_doctor
 
-            return run_doctor(paths)
+            return run_doctor(paths, fix=args.fix, yes=args.yes)
         elif args.command == "config":
             from homarus.cli.config_cmd import run_config
 

@@ -20,20 +20,56 @@ __all__ = ["run_doctor"]
 Report = Callable[[str, str], None]
 
 
-def run_doctor(paths: StatePaths) -> int:
+def run_doctor(paths: StatePaths, *, fix: bool = False, yes: bool = False) -> int:
+    code = _check(paths)
+    if not fix:
+        return code
+    return _fix(paths, yes=yes, code=code)
+
+
+def _fix(paths: StatePaths, *, yes: bool, code: int) -> int:
+    from homarus.cli.doctor_fix import find_fixes
+    from homarus.cli.prompts import confirm
+
+    fixes = find_fixes(paths)
+    if not fixes:
+        print("\nnothing doctor --fix can repair" + (" (the failures above need you)" if code else ""))
+        return code
+    print(f"\n{len(fixes)} fix(es):")
+    for n, item in enumerate(fixes, 1):
+        print(f"  {n}. {item.what}")
+        if item.diff:
+            print("".join(f"     {line}" for line in item.diff.splitlines(keepends=True)), end="")
+    if not yes and not confirm("Apply them?"):
+        print("nothing changed (homarus doctor --fix --yes applies them without asking)")
+        return code or 1
+    for item in fixes:
+        item.apply()
+        print(f"fixed: {item.what}")
+    print("the replaced config, if any, is backup 1 (homarus config restore)")
+    return _check(paths, quiet=True)
+
+
+def _check(paths: StatePaths, *, quiet: bool = False) -> int:
     failures = 0
 
     def report(level: str, message: str) -> None:
         nonlocal failures
         failures += level == "fail"
-        print(f"[{level:4}] {message}")
+        if not quiet or level == "fail":
+            print(f"[{level:4}] {message}")
 
     loaded: LoadedConfig | None = None
     try:
         loaded = load_config(paths)
         report("ok", f"config {'valid' if loaded.exists else 'absent, using defaults'}: {paths.config_path}")
     except ConfigError as exc:
+        from homarus.cli.doctor_fix import loadable_backup
+
         report("fail", f"config: {exc}")
+        number = loadable_backup(paths)
+        if number is not None:
+            report("info", f"backup {number} loads: homarus config restore {number} (or doctor --fix for unknown keys)")
     _doctor_state_dir(paths, report)
     _doctor_sessions(paths.state_dir, report)
     if loaded is None:

@@ -52,7 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     health = sub.add_parser("health", help="ask a running gateway for its health")
     _client_args(health)
 
-    sub.add_parser("doctor", help="check config, state dir, port, token, session stores and transcripts")
+    doc = sub.add_parser("doctor", help="check config, state dir, port, token, session stores and transcripts")
+    doc.add_argument("--fix", action="store_true", help="show what can be repaired, and repair it when you say so")
+    doc.add_argument("--yes", action="store_true", help="with --fix: do not ask")
 
     ag = sub.add_parser("agent", help="send one message to the agent and stream the reply")
     ag.add_argument("-m", "--message", required=True, help="the message")
