@@ -47,6 +47,7 @@ def add_onboard_parser(sub: Any) -> argparse.ArgumentParser:
     ob.add_argument("--skip-test", action="store_true", help="do not make the test request to the model")
     ob.add_argument("--telegram-token", help='a Telegram bot token to add the channel ("-": read stdin)')
     ob.add_argument("--no-channel", action="store_true", help="do not ask about a chat channel")
+    ob.add_argument("--install-service", action="store_true", help="then run the gateway as a background service")
     ob.add_argument("--non-interactive", action="store_true", help="never ask: flags or fail")
     ob.add_argument("--yes", action="store_true", help="replace an existing config without asking")
     return ob
@@ -101,9 +102,29 @@ def _wizard(args: argparse.Namespace, paths: StatePaths, ask: Prompter, interact
         raise Stop(f"the new config did not validate, nothing was replaced: {exc}") from None
     _workspace(paths, store)
     print(f"\nDone. Default model: {ref}. The previous config (if any) is backup 1: homarus config backups")
+    if _service(args, ask, interactive, paths):
+        print('Next: homarus agent -m "Hello!"   (or open the Control UI: homarus gateway status shows the port)')
+        return 0
     print("Next: homarus gateway run        (or: make run), then in another terminal:")
     print('      homarus agent -m "Hello!"')
     return 0
+
+
+def _service(args: argparse.Namespace, ask: Prompter, interactive: bool, paths: StatePaths) -> bool:
+    """Install the background service when asked to; whether it now runs."""
+    wanted = args.install_service
+    if not wanted and interactive and sys.platform.startswith("linux"):
+        from homarus.cli.service_cmd import manager_problem
+
+        wanted = manager_problem() is None and ask.yes(
+            "Run the gateway in the background now (a systemd user service)?"
+        )
+    if not wanted:
+        return False
+    from homarus.cli.service_cmd import run_service
+
+    ns = argparse.Namespace(gateway_command="install", port=None, no_start=False)
+    return run_service(ns, paths) == 0
 
 
 def _provider(args: argparse.Namespace, ask: Prompter, interactive: bool) -> Preset:

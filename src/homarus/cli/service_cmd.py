@@ -56,7 +56,7 @@ def _systemctl(*args: str, check: bool = True) -> subprocess.CompletedProcess[st
     return done
 
 
-def _manager_problem() -> str | None:
+def manager_problem() -> str | None:
     """Why the systemd user manager cannot be used, or None."""
     try:
         done = _systemctl("show-environment", check=False)
@@ -101,7 +101,7 @@ def _install(args: argparse.Namespace, paths: StatePaths) -> int:
         raise ServiceError(f"the config does not load, so the service would fail: {exc}") from None
     spec = ServiceSpec.current(paths.state_dir, _explicit_config(paths), args.port)
     port = args.port if args.port is not None else cfg.gateway.port
-    problem = None if args.no_start else _manager_problem()
+    problem = None if args.no_start else manager_problem()
     if problem:
         raise ServiceError(
             f"{problem}. `homarus gateway install --no-start` writes the unit anyway; without systemd, run "
@@ -172,7 +172,7 @@ def _linger() -> None:
 
 def _uninstall() -> int:
     unit = _unit_dir() / UNIT_NAME
-    problem = _manager_problem()
+    problem = manager_problem()
     if problem is None:
         _systemctl("disable", "--now", UNIT_NAME, check=False)
     if not unit.exists():
@@ -190,7 +190,7 @@ def _status(args: argparse.Namespace, paths: StatePaths) -> int:
     text = unit.read_text() if unit.exists() else None
     port = port_of(paths, text)
     info: dict[str, Any] = {"installed": text is not None, "unit": str(unit), "port": port}
-    problem = _manager_problem()
+    problem = manager_problem()
     if problem is None and text is not None:
         shown = _systemctl("show", UNIT_NAME, "-p", "ActiveState,SubState,MainPID,NRestarts,ExecMainStartTimestamp")
         props = dict(line.split("=", 1) for line in shown.stdout.splitlines() if "=" in line)
