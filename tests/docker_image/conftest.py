@@ -31,9 +31,7 @@ def skip_without(image: str) -> None:
 def build_context(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """This checkout's files, plus ``.wheels/`` holding Homarus and everything it installs."""
     context = tmp_path_factory.mktemp("docker-context")
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
-                           text=True, check=True).stdout.split()  # fmt: skip
-    for name in files:
+    for name in _files():
         if (ROOT / name).is_file():
             (context / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, context / name)
@@ -44,3 +42,13 @@ def build_context(tmp_path_factory: pytest.TempPathFactory) -> Path:
     )  # fmt: skip
     assert wheels.returncode == 0, wheels.stderr[-2000:]
     return context
+
+
+def _files() -> list[str]:
+    """The checkout's files (git's view; a plain copy of the tree without caches elsewhere)."""
+    listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                            text=True, check=False)  # fmt: skip
+    if listed.returncode == 0:
+        return listed.stdout.split()
+    skip = {".git", ".venv", ".venv-lint", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+    return [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file() and not skip & set(p.parts)]

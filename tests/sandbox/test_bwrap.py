@@ -162,3 +162,24 @@ def test_file_size_limit(backend: BwrapBackend) -> None:
 def test_output_truncated(backend: BwrapBackend) -> None:
     r = run(backend, "head -c 100000 /dev/zero | tr '\\0' a")
     assert r.truncated and "bytes omitted" in r.stdout and len(r.stdout) < 11_000
+
+
+def test_read_paths_are_read_only_where_the_command_looks(state: Path, tmp_path: Path) -> None:
+    """A read path under /tmp, reached through a symlinked directory (a virtualenv linked into a
+    checkout), is visible at the path as given, read-only, behind world-passable parents; /tmp
+    itself stays the sandbox's own sticky tmpfs."""
+    real = tmp_path / "real-tools"
+    real.mkdir(mode=0o755)
+    (real / "tool.txt").write_text("from the host\n")
+    os.chmod(tmp_path, 0o755)  # noqa: S103  (the sandbox user passes through it)
+    link = tmp_path / "linked"
+    link.symlink_to(real, target_is_directory=True)
+    hidden = tmp_path / "other.txt"
+    hidden.write_text("not listed")
+    b = BwrapBackend(sandbox_workspace(state, "agent:main:reads"), read_paths=[link])
+    try:
+        r = run(b, f"cat {link}/tool.txt; touch {link}/new 2>/dev/null || echo ro; "
+                   f"test -e {hidden} || echo hidden; stat -c %a /tmp")  # fmt: skip
+        assert r.stdout.split("\n")[:4] == ["from the host", "ro", "hidden", "1777"], r
+    finally:
+        asyncio.run(b.aclose())

@@ -111,8 +111,11 @@ async def test_prune_closes_idle_and_old_sandboxes(make: Callable[..., SandboxSe
     assert sessions.view_for("agent:main:b", "main").created_at == clock.now
 
 
-async def test_no_working_sandbox_refuses_exec_never_the_host(make: Callable[..., SandboxSessions]) -> None:
-    view = make(mode="all", backend="docker").view_for("agent:main:main", "main")  # no engine here
+async def test_no_working_sandbox_refuses_exec_never_the_host(
+    make: Callable[..., SandboxSessions], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("homarus.tools.sandbox_sessions.engine_available", lambda *a, **k: False)  # no engine
+    view = make(mode="all", backend="docker").view_for("agent:main:main", "main")
     assert view.backend is None
     exec_tool, _ = make_exec_tools(ExecPolicy("full"))
     result = await exec_tool.execute(ctx_for(view), {"command": "touch ran"})

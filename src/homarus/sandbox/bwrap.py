@@ -160,9 +160,11 @@ class BwrapBackend:
         self.bwrap = bwrap or shutil.which("bwrap") or "/usr/bin/bwrap"
         self.shell = shell
         #: more host paths the command may read, mounted read-only at the same place
+        # as given (absolute, normalised), not resolved: a path through a symlink is mounted where
+        # the command will look for it, with what the link points to
         system = [Path(d) for d in _SYSTEM_DIRS]
         self.read_paths = tuple(
-            p for p in (Path(r).resolve() for r in read_paths)
+            p for p in (Path(os.path.abspath(r)) for r in read_paths)
             if p != Path("/") and not any(p == d or d in p.parents for d in system)
         )  # fmt: skip
         self.setpriv = shutil.which("setpriv", path="/usr/bin:/bin")
@@ -208,14 +210,6 @@ class BwrapBackend:
                 args += ["--symlink", os.readlink(path), path]
             elif os.path.isdir(path):
                 args += ["--ro-bind", path, path]
-        made: set[Path] = set()
-        for read in self.read_paths:
-            # bwrap would make the missing parents 0700 (root's): the sandbox user could not pass
-            for parent in reversed(read.parents[:-1]):
-                if parent not in made:
-                    made.add(parent)
-                    args += ["--perms", "0755", "--dir", str(parent)]
-            args += ["--ro-bind-try", str(read), str(read)]
         args += ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/var"]
         for name in ("passwd", "group", "hosts", "hostname"):
             args += ["--ro-bind", str(self._etc / name), f"/etc/{name}"]
@@ -225,6 +219,14 @@ class BwrapBackend:
         tmp_size = str(min(self.limits.memory_mb, 1024) * 1024 * 1024)
         for path in ("/tmp", "/var/tmp", "/run"):  # noqa: S108  (tmpfs inside the sandbox)
             args += ["--perms", "1777", "--size", tmp_size, "--tmpfs", path]
+        made: set[Path] = {Path(p) for p in ("/etc", "/var", "/tmp", "/var/tmp", "/run", "/proc", "/dev")}  # noqa: S108
+        for read in self.read_paths:  # after the tmpfs mounts, which would hide one under /tmp
+            # bwrap would make the missing parents 0700 (root's): the sandbox user could not pass
+            for parent in reversed(read.parents[:-1]):
+                if parent not in made:
+                    made.add(parent)
+                    args += ["--perms", "0755", "--dir", str(parent)]
+            args += ["--ro-bind-try", str(read), str(read)]
         args += ["--ro-bind" if self.read_only else "--bind", str(self.workspace), "/workspace"]
         if self.agent_workspace is not None:
             args += ["--ro-bind", str(self.agent_workspace), "/agent"]
