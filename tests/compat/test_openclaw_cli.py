@@ -24,16 +24,15 @@ TOKEN = "compat-token-0123456789abcdef0123"
 NOT_SENT: dict[str, tuple[str, frozenset[str]]] = {
     "health": (
         "v4 runtime diagnostics and per-agent heartbeat details are not reported",
-        frozenset({".agents[].heartbeat", "configReload", "eventLoop", "modelRuntime", "plugins"}),
+        frozenset({".agents[].heartbeat", "configReload", "modelRuntime", "plugins"}),
     ),
     "status": (
-        "v4 process diagnostics (event loop, memory, worker pools, shutdown budget), the original's task "
+        "v4 process diagnostics (memory, worker pools, shutdown budget), the original's task "
         "runtime, and session paths per agent are not reported",
         frozenset(
             {
                 "degradedPlugins",
                 "degradedSecretOwners",
-                "eventLoop",
                 "hostDesktop",
                 "modelRuntime",
                 "pid",

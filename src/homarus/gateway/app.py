@@ -25,6 +25,7 @@ from homarus.gateway.router import MethodRegistry
 from homarus.gateway.services.auth import GatewayAuth
 from homarus.gateway.services.build import SERVICES, LazyServices
 from homarus.gateway.services.health import HealthCache
+from homarus.gateway.services.loop_health import LoopHealth
 from homarus.gateway.services.run_recovery import Recovery, recover_runs, resubmit
 from homarus.gateway.ws.hub import WSHub
 from homarus.gateway.ws.presence import Presence
@@ -78,6 +79,8 @@ class Gateway(LazyServices):
         #: what the start found of the runs the last process left unfinished (``status`` shows it)
         self.recovery = Recovery()
         self._health = HealthCache(self, self.options.health_cache_s)
+        #: event-loop delay and CPU (``eventLoop`` in ``health`` and ``status``)
+        self.loop_health = LoopHealth()
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         if installed_plugins_present(
@@ -131,7 +134,7 @@ class Gateway(LazyServices):
         return task
 
     def health_summary(self, *, probe: bool = False) -> dict[str, Any]:
-        return self._health.summary(probe=probe)
+        return {**self._health.summary(probe=probe), "eventLoop": self.loop_health.snapshot()}
 
     def uptime_ms(self) -> int:
         return int((time.time() - self.started_at) * 1000)
@@ -141,6 +144,7 @@ class Gateway(LazyServices):
 
     # -- lifecycle ----------------------------------------------------------------------------------
     async def startup(self) -> None:
+        self.loop_health.start()
         _ = self.journal
         self.recovery = await asyncio.to_thread(recover_runs, self)
         self._tasks.append(asyncio.create_task(self._tick_loop()))
@@ -224,6 +228,7 @@ class Gateway(LazyServices):
             await stop_channels(self)
         for task in self._tasks:
             task.cancel()
+        await self.loop_health.stop()
         self.bus.broadcast("shutdown", {"reason": reason, "restartExpectedMs": restart_expected_ms})
         await self.ws.close_all(CloseCode.SERVICE_RESTART, "service restart")
         for task in self._tasks:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from homarus.gateway.services.channels import ChannelService
     from homarus.gateway.services.exec_approvals import ExecApprovals
     from homarus.gateway.services.heartbeat import Heartbeats
+    from homarus.gateway.services.loop_health import LoopHealth
     from homarus.gateway.services.memory import MemoryHub
     from homarus.gateway.services.policy import ToolAccess
     from homarus.gateway.services.run_events import RunEvents
@@ -98,6 +99,8 @@ class GatewayContext(Protocol):
     lanes: LaneQueue
     #: what the start found of the runs the last process left unfinished
     recovery: Recovery
+    #: the event loop's delay and CPU over the last minute
+    loop_health: LoopHealth
 
     @property
     def config(self) -> HomarusConfig: ...

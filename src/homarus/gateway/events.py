@@ -2,6 +2,15 @@
 
 Broadcast frames are encoded once and handed to every eligible connection's outbox.
 Targeted events (to given connections) carry no ``seq``, as in the original.
+
+A run's ``agent`` and ``chat`` events (:meth:`EventBus.session_event`) go, as in the original, to
+every operator connection — unless the connection said at ``connect`` that it wants only its own
+(``caps: ["targeted-events"]``): it then gets the events of the runs it started and of the
+sessions it subscribed to (``sessions.messages.subscribe``), without the global ``seq``. Such
+connections are indexed by run and by session, so the work of one event is O(its recipients),
+not O(connections): one gateway serving many conversations does not send every client every
+other client's replies. They get no ``presence`` broadcasts either (each carries the whole list,
+on every connect: O(connections²) frames for a thousand clients); ``system-presence`` answers.
 """
 
 from __future__ import annotations
@@ -15,7 +24,12 @@ import orjson
 from homarus.protocol.frames import event_frame
 from homarus.security.scopes import scope_allows
 
-__all__ = ["EventBus", "Recipient"]
+__all__ = ["TARGETED_CAP", "EventBus", "Recipient"]
+
+#: the ``connect`` capability of a client that wants only its own runs' and its sessions' events
+TARGETED_CAP = "targeted-events"
+#: run ids remembered with the connection that started them (a bound: runs that never end)
+MAX_OWNED_RUNS = 20_000
 
 
 class Recipient(Protocol):
@@ -33,14 +47,82 @@ class Recipient(Protocol):
 class EventBus:
     def __init__(self) -> None:
         self._recipients: dict[str, Recipient] = {}
+        #: the connections that get every run's events (all but the targeted ones)
+        self._everything: dict[str, Recipient] = {}
+        #: session key -> targeted connections subscribed to it, and the reverse
+        self._watchers: dict[str, set[str]] = {}
+        self._watching: dict[str, set[str]] = {}
+        #: run id -> the targeted connection that started it
+        self._owners: dict[str, str] = {}
         self._seq = itertools.count(1)
         self.last_seq = 0
 
     def add(self, recipient: Recipient) -> None:
         self._recipients[recipient.conn_id] = recipient
+        if TARGETED_CAP not in recipient.caps:
+            self._everything[recipient.conn_id] = recipient
 
     def remove(self, conn_id: str) -> None:
         self._recipients.pop(conn_id, None)
+        self._everything.pop(conn_id, None)
+        for key in self._watching.pop(conn_id, ()):
+            watchers = self._watchers.get(key)
+            if watchers is not None:
+                watchers.discard(conn_id)
+                if not watchers:
+                    del self._watchers[key]
+
+    # -- who wants which run's events ------------------------------------------------------------
+    def watch_session(self, conn_id: str, session_key: str) -> None:
+        if conn_id in self._recipients:
+            self._watchers.setdefault(session_key, set()).add(conn_id)
+            self._watching.setdefault(conn_id, set()).add(session_key)
+
+    def unwatch_session(self, conn_id: str, session_key: str) -> None:
+        self._watchers.get(session_key, set()).discard(conn_id)
+        self._watching.get(conn_id, set()).discard(session_key)
+
+    def own_run(self, run_id: str, conn_id: str) -> None:
+        """``conn_id`` started ``run_id``: a targeted connection gets its events."""
+        recipient = self._recipients.get(conn_id)
+        if recipient is None or TARGETED_CAP not in recipient.caps:
+            return
+        self._owners[run_id] = conn_id
+        if len(self._owners) > MAX_OWNED_RUNS:
+            for old in list(self._owners)[: MAX_OWNED_RUNS // 4]:
+                del self._owners[old]
+
+    def release_run(self, run_id: str) -> None:
+        self._owners.pop(run_id, None)
+
+    def session_event(
+        self,
+        event: str,
+        payload: Any,
+        *,
+        session_key: str,
+        run_id: str,
+        guard: str | None = None,
+        droppable: bool = False,
+        only: Callable[[Recipient], bool] | None = None,
+    ) -> int:
+        """A run's event: to every non-targeted connection (with seq, as a broadcast) and to the
+        targeted ones that started the run or watch its session (without); returns the seq."""
+        seq = self.last_seq = next(self._seq)
+        text = orjson.dumps(event_frame(event, payload, seq=seq)).decode()
+        for r in list(self._everything.values()):
+            if _eligible(r, guard, only):
+                r.push(text, droppable=droppable)
+        targets = set(self._watchers.get(session_key, ()))
+        if (owner := self._owners.get(run_id)) is not None:
+            targets.add(owner)
+        if targets:
+            plain = orjson.dumps(event_frame(event, payload)).decode()
+            for cid in targets:
+                target = self._recipients.get(cid)
+                if target is not None and _eligible(target, guard, only):
+                    target.push(plain, droppable=droppable)
+        return seq
 
     def __len__(self) -> int:
         return len(self._recipients)
@@ -57,16 +139,15 @@ class EventBus:
         droppable: bool = False,
         state_version: dict[str, int] | None = None,
         only: Callable[[Recipient], bool] | None = None,
+        untargeted_only: bool = False,
     ) -> int:
-        """Send to every connection allowed to see it (and accepted by ``only``); returns the seq."""
+        """Send to every connection allowed to see it (and accepted by ``only``; with
+        ``untargeted_only``, not to the targeted-events ones); returns the seq."""
         seq = self.last_seq = next(self._seq)
         text = orjson.dumps(event_frame(event, payload, seq=seq, state_version=state_version)).decode()
-        for r in list(self._recipients.values()):
-            if guard is not None and (r.role != "operator" or not scope_allows(r.scopes, guard)):
-                continue
-            if only is not None and not only(r):
-                continue
-            r.push(text, droppable=droppable)
+        for r in list((self._everything if untargeted_only else self._recipients).values()):
+            if _eligible(r, guard, only):
+                r.push(text, droppable=droppable)
         return seq
 
     def send_to(self, conn_ids: Iterable[str], event: str, payload: Any = None, *, droppable: bool = False) -> int:
@@ -78,3 +159,9 @@ class EventBus:
             if r is not None and r.push(text, droppable=droppable):
                 sent += 1
         return sent
+
+
+def _eligible(r: Recipient, guard: str | None, only: Callable[[Recipient], bool] | None) -> bool:
+    if guard is not None and (r.role != "operator" or not scope_allows(r.scopes, guard)):
+        return False
+    return only is None or only(r)

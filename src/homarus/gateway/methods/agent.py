@@ -121,6 +121,7 @@ async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
     if p.message.strip() in ("/new", "/reset") and ADMIN not in call.client.scopes:
         raise InvalidRequest("missing scope: operator.admin")
     key = gw.sessions.resolve_key(p.session_key, p.agent_id)
+    gw.bus.own_run(run_id, call.client.conn_id)  # a targeted client gets this run's events
     reply = await run_command(gw, p.message.strip(), key.canonical)
     if reply is not None:  # a plugin's chat command answers without a model run
         now = int(time.time() * 1000)

@@ -105,11 +105,12 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
         )
         return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
     run_id = p.idempotency_key
+    gw.bus.own_run(run_id, call.client.conn_id)  # a targeted client gets this run's events
     reply = core_command(gw, call.client, message.strip()) if commands else None
     if reply is None and commands:
         reply = await run_command(gw, message.strip(), key.canonical)
     if reply is not None:  # a chat command answers without a model run
-        gw.bus.broadcast(
+        gw.bus.session_event(
             "chat",
             {
                 "runId": run_id,
@@ -122,8 +123,11 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
                     "timestamp": int(time.time() * 1000),
                 },
             },
+            session_key=key.canonical,
+            run_id=run_id,
             guard=READ,
         )
+        gw.bus.release_run(run_id)
         return {"runId": run_id, "status": "ok", "command": True}
     cached = gw.dedupe.get(f"chat:{run_id}")
     if cached is not None:
@@ -199,7 +203,7 @@ async def chat_inject(call: MethodCall, p: InjectParams) -> dict[str, Any]:
         return str(gw.sessions.transcript_for(ref).append({"type": "message", "message": data})["id"])
 
     message_id = await asyncio.to_thread(write)
-    gw.bus.broadcast(
+    gw.bus.session_event(
         "chat",
         {
             "runId": f"inject-{message_id}",
@@ -212,6 +216,8 @@ async def chat_inject(call: MethodCall, p: InjectParams) -> dict[str, Any]:
                 "timestamp": int(time.time() * 1000),
             },
         },
+        session_key=key.canonical,
+        run_id=f"inject-{message_id}",
         guard=READ,
     )
     return {"ok": True, "messageId": message_id}

@@ -257,13 +257,16 @@ async def chat_metadata(call: MethodCall, p: SessionParams) -> dict[str, Any]:
 
 async def messages_subscribe(call: MethodCall, p: SubscribeParams) -> dict[str, Any]:
     key = call.gateway.sessions.resolve_key(p.key).canonical
+    # a targeted connection gets this session's run events from now on (the others get them all)
+    call.gateway.bus.watch_session(call.client.conn_id, key)
     replay = {"sessionKey": key, "updatedAtMs": int(time.time() * 1000), "approvals": [], "truncated": False}
     return {"subscribed": True, "key": key, **({"approvalReplay": replay} if p.include_approvals else {})}
 
 
 async def messages_unsubscribe(call: MethodCall, p: SubscribeParams) -> dict[str, Any]:
-    # every operator gets the session's events anyway: nothing to stop, the key is checked
-    return {"subscribed": False, "key": call.gateway.sessions.resolve_key(p.key).canonical}
+    key = call.gateway.sessions.resolve_key(p.key).canonical
+    call.gateway.bus.unwatch_session(call.client.conn_id, key)
+    return {"subscribed": False, "key": key}
 
 
 async def observer_visibility(call: MethodCall, p: VisibilityParams) -> dict[str, Any]:

@@ -35,6 +35,8 @@ async def status(call: MethodCall, params: EmptyParams) -> dict[str, Any]:
             "byAgent": [{"agentId": a["agentId"], "count": a["sessions"]["count"]} for a in health["agents"]],
         },
         "events": {"seq": gw.bus.last_seq},
+        # timer delay p99/max and CPU of the event loop over the last minute, in the original's shape
+        "eventLoop": health["eventLoop"],
         # runs the last process accepted and did not finish: queued again, resumed, interrupted
         "recovery": gw.recovery.summary(),
     }

@@ -55,11 +55,12 @@ class RunEvents:
         stream = event["stream"]
         data = event["data"]
         run_id = event["runId"]
+        bus, key = self.gateway.bus, event.get("sessionKey") or ""
         if stream == "tool":
             self._flush(run_id)
-            self.gateway.bus.broadcast("agent", event, guard=READ, only=_wants_tools)
+            bus.session_event("agent", event, session_key=key, run_id=run_id, guard=READ, only=_wants_tools)
         else:
-            self.gateway.bus.broadcast("agent", event, guard=READ)
+            bus.session_event("agent", event, session_key=key, run_id=run_id, guard=READ)
         if stream == "assistant":
             self._delta(run_id, event["sessionKey"], data.get("text", ""), event["seq"])
         elif stream == "lifecycle":
@@ -142,18 +143,15 @@ class RunEvents:
             return
         state.last_sent = time.monotonic()
         state.sent_text = state.text
-        self.gateway.bus.broadcast(
-            "chat",
-            {
-                "runId": run_id,
-                "sessionKey": state.session_key,
-                "seq": state.seq,
-                "state": "delta",
-                "message": _assistant(state.text),
-            },
-            guard=READ,
-            droppable=True,
-        )
+        payload = {
+            "runId": run_id,
+            "sessionKey": state.session_key,
+            "seq": state.seq,
+            "state": "delta",
+            "message": _assistant(state.text),
+        }
+        bus = self.gateway.bus
+        bus.session_event("chat", payload, session_key=state.session_key, run_id=run_id, guard=READ, droppable=True)
 
     def _flush(self, run_id: str) -> None:
         state = self._chat.get(run_id)
@@ -177,7 +175,9 @@ class RunEvents:
             payload["message"] = _assistant(text)
         if kind == "final":
             payload["stopReason"] = event["data"].get("stopReason")
-        self.gateway.bus.broadcast("chat", payload, guard=READ)
+        bus = self.gateway.bus
+        bus.session_event("chat", payload, session_key=event["sessionKey"], run_id=run_id, guard=READ)
+        bus.release_run(run_id)
 
 
 def _assistant(text: str) -> dict[str, Any]:

@@ -41,7 +41,13 @@ class WSHub:
 
     def _presence_changed(self) -> None:
         gw = self.gateway
-        gw.bus.broadcast("presence", {"presence": gw.presence.list()}, droppable=True, state_version=gw.state_version())
+        gw.bus.broadcast(
+            "presence",
+            {"presence": gw.presence.list()},
+            droppable=True,
+            state_version=gw.state_version(),
+            untargeted_only=True,  # targeted-events clients ask system-presence when they care
+        )
 
     async def close_all(self, code: int, reason: str, *, timeout_s: float = 2.0) -> None:
         """Close every socket and wait (bounded) until they are gone."""
