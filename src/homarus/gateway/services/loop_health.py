@@ -16,7 +16,6 @@ import asyncio
 import collections
 import contextlib
 import os
-import threading
 import time
 from typing import Any
 
@@ -40,12 +39,10 @@ class LoopHealth:
             maxlen=int(WINDOW_S) + 1
         )
         self._task: asyncio.Task[None] | None = None
-        self._thread_id: int | None = None
         self._degraded_since_ms: int | None = None
 
     def start(self) -> None:
         if self._task is None:
-            self._thread_id = threading.get_ident()
             self._task = asyncio.get_running_loop().create_task(self._watch(), name="loop-health")
 
     async def stop(self) -> None:
