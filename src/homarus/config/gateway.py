@@ -62,6 +62,10 @@ class GatewayConfig(ConfigModel):
     tools: GatewayToolsConfig = Field(default_factory=GatewayToolsConfig)
     control_ui: ControlUiConfig = Field(default_factory=ControlUiConfig)
     http: GatewayHttpConfig = Field(default_factory=GatewayHttpConfig)
+    #: runs accepted and not finished beyond which clients' new runs (``agent``, ``chat.send``, the
+    #: OpenAI-compatible API, webhooks) are refused with a retryable error instead of queued;
+    #: chat channels, cron and heartbeats are never refused (their work is already durable)
+    max_pending_runs: int = Field(5000, ge=1, le=1_000_000)
 
     @field_validator("bind")
     @classmethod

@@ -81,6 +81,8 @@ class Gateway(LazyServices):
         self._health = HealthCache(self, self.options.health_cache_s)
         #: event-loop delay and CPU (``eventLoop`` in ``health`` and ``status``)
         self.loop_health = LoopHealth()
+        #: runs accepted and not finished (``gateway.maxPendingRuns`` bounds clients' new ones)
+        self.open_runs = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         if installed_plugins_present(

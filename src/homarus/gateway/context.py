@@ -101,6 +101,8 @@ class GatewayContext(Protocol):
     recovery: Recovery
     #: the event loop's delay and CPU over the last minute
     loop_health: LoopHealth
+    #: runs accepted and not finished
+    open_runs: int
 
     @property
     def config(self) -> HomarusConfig: ...

@@ -91,7 +91,7 @@ class LiveRun:
         ref = await asyncio.to_thread(gw.sessions.ensure, self.req.session_key)
         gw.bus.add(self._watch)
         try:
-            await start_run(gw, self.req, self.kind, self.params)
+            await start_run(gw, self.req, self.kind, self.params, admit=True)
         except BaseException:
             gw.bus.remove(self._watch.conn_id)
             raise

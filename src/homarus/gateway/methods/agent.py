@@ -17,7 +17,7 @@ from homarus.agents.request import RunRequest
 from homarus.errors import InvalidRequest, Unavailable
 from homarus.gateway.router import MethodCall, Params
 from homarus.gateway.services.plugins import run_command
-from homarus.gateway.services.runs import RunFailed, final_payload, run_and_finish, start_run
+from homarus.gateway.services.runs import RunFailed, final_payload, queue_position, run_and_finish, start_run
 from homarus.gateway.services.session_events import emit_session_changed
 from homarus.protocol.compat import INTERNAL, Unsupported, compat_params
 from homarus.security.scopes import ADMIN
@@ -149,7 +149,8 @@ async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
         origin=call.client.origin(),
     )
     ref = await asyncio.to_thread(gw.sessions.ensure, key, label=p.label)
-    await start_run(gw, req, "agent", p.model_dump(by_alias=True, exclude_none=True))
+    ahead = queue_position(gw)
+    await start_run(gw, req, "agent", p.model_dump(by_alias=True, exclude_none=True), admit=True)
     gw.dedupe.put(f"agent:{run_id}", "accepted")
     emit_session_changed(gw, key, "create" if ref.created else "send", runId=run_id)
     call.ack(
@@ -159,6 +160,8 @@ async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
             "agentId": key.agent_id,
             "status": "accepted",
             "acceptedAt": int(time.time() * 1000),
+            # runs accepted before this one and not finished yet (they may be on other sessions)
+            **({"queuePosition": ahead} if ahead else {}),
         }
     )
     # the gateway owns the run: a caller that goes away after "accepted" must not take it down

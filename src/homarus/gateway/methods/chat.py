@@ -15,7 +15,7 @@ from homarus.gateway.router import MethodCall, Params
 from homarus.gateway.services.chat_commands import core_command
 from homarus.gateway.services.inbound import sanitize_message
 from homarus.gateway.services.plugins import run_command
-from homarus.gateway.services.runs import run_and_finish, start_run
+from homarus.gateway.services.runs import queue_position, run_and_finish, start_run
 from homarus.gateway.services.session_events import emit_session_changed
 from homarus.messages import AssistantMessage, TextContent
 from homarus.protocol.compat import NO_BRANCHES, NO_FAST_MODE, NO_PERMISSION_MODES, ORIGIN_ONLY, compat_params
@@ -150,11 +150,13 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
         origin=call.client.origin(),
     )
     ref = await asyncio.to_thread(gw.sessions.ensure, key)
-    await start_run(gw, req, "chat", p.model_dump(by_alias=True, exclude_none=True))
+    ahead = queue_position(gw)
+    await start_run(gw, req, "chat", p.model_dump(by_alias=True, exclude_none=True), admit=True)
     gw.dedupe.put(f"chat:{run_id}", "started")
     emit_session_changed(gw, key, "create" if ref.created else "send", runId=run_id)
     _ = gw.spawn(run_and_finish(gw, req, "chat"))  # the reply streams as `chat` events
-    return {"runId": run_id, "status": "started"}
+    # the runs ahead of it (accepted, not finished), when there are any: where a busy gateway stands
+    return {"runId": run_id, "status": "started", **({"queuePosition": ahead} if ahead else {})}
 
 
 async def chat_abort(call: MethodCall, p: AbortParams) -> dict[str, Any]:

@@ -52,7 +52,7 @@ async def accept_and_run(
     maybe across a restart): that run goes on as it was, nothing new starts.
     """
     req = request_of(gateway, run_id, params)
-    created, _ = await start_run(gateway, req, KIND, params)
+    created, _ = await start_run(gateway, req, KIND, params, admit=True)
     if not created:
         return False, None
     return True, gateway.spawn(run_and_deliver(gateway, req, params))

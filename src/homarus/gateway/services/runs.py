@@ -21,7 +21,7 @@ from homarus.errors import Unavailable
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
 
-__all__ = ["RunFailed", "final_payload", "record_end", "run_and_finish", "start_run"]
+__all__ = ["AtCapacity", "RunFailed", "final_payload", "queue_position", "record_end", "run_and_finish", "start_run"]
 
 log = logging.getLogger("homarus.gateway")
 
@@ -43,8 +43,32 @@ def final_payload(outcome: RunOutcome) -> dict[str, Any]:
     }
 
 
-async def start_run(gateway: GatewayContext, req: RunRequest, kind: str, params: dict[str, Any]) -> tuple[bool, Any]:
-    """Journal ``req`` as accepted; returns (created, previous record when it already existed)."""
+class AtCapacity(Unavailable):
+    """More runs are waiting than ``gateway.maxPendingRuns``: nothing was accepted; retry later."""
+
+
+def queue_position(gateway: GatewayContext) -> int:
+    """How many accepted runs are not finished yet (ahead of one accepted now)."""
+    return gateway.open_runs
+
+
+async def start_run(
+    gateway: GatewayContext, req: RunRequest, kind: str, params: dict[str, Any], *, admit: bool = False
+) -> tuple[bool, Any]:
+    """Journal ``req`` as accepted; returns (created, previous record when it already existed).
+
+    ``admit``: a client's new run, refused (before anything is written) while
+    ``gateway.maxPendingRuns`` runs are accepted and not finished — backpressure instead of an
+    ever longer queue; work that is already durable (chat channels, cron) is never refused.
+    """
+    limit = gateway.config.gateway.max_pending_runs
+    if admit and gateway.open_runs >= limit:
+        raise AtCapacity(
+            f"the gateway is at capacity ({gateway.open_runs} runs waiting, gateway.maxPendingRuns {limit}); "
+            "nothing was accepted: retry later",
+            retryable=True,
+            retry_after_ms=2000,
+        )
     record, created = await asyncio.to_thread(
         gateway.journal.accept,
         req.run_id,
@@ -55,6 +79,8 @@ async def start_run(gateway: GatewayContext, req: RunRequest, kind: str, params:
         lane=req.lane,
         request=req.to_json(),
     )
+    if created:
+        gateway.open_runs += 1
     return created, record
 
 
@@ -84,6 +110,7 @@ async def record_end(
 
     A run the gateway's own shutdown aborted is not ended in the journal: it stays ``running``, so
     the next start applies its entry point's recovery rule (a webhook or chat run resumes)."""
+    gateway.open_runs = max(0, gateway.open_runs - 1)
     if gateway.shutting_down and status == "aborted":
         log.info("run %s was cut short by the shutdown; the next start takes it up", run_id)
         gateway.run_events.finished(run_id, status, outcome.started_at, outcome.ended_at, outcome.error)
