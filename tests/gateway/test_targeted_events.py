@@ -40,6 +40,7 @@ def test_one_event_costs_its_recipients_not_the_connections() -> None:
     assert len(legacy.pushed) == 1 and '"seq"' in legacy.pushed[0]  # today's behaviour, seq and all
     bus.release_run("run-1")
     bus.unwatch_session("watcher", "agent:main:s1")
+    assert bus._watchers == {} and bus._watching == {}
     bus.session_event("agent", {}, session_key="agent:main:s1", run_id="run-1")
     assert sum(len(r.pushed) for r in idle) == 1 and len(watcher.pushed) == 1 and len(legacy.pushed) == 2
     bus.broadcast("presence", {"presence": []}, untargeted_only=True)
@@ -98,4 +99,4 @@ async def test_targeted_clients_get_their_runs_and_their_sessions(tmp_path: Path
         await _turn(a, "agent:main:alpha", "run-a2")  # b's subscription went with its socket
         await asyncio.sleep(0.3)
         assert (await a.request("health"))["ok"] and "run-a2" in _runs(a, "chat")
-        assert not any(gw.gateway.bus._watchers.values()) or "agent:main:alpha" not in gw.gateway.bus._watchers
+        assert gw.gateway.bus._watchers == {}  # a's unsubscription and b's closed socket left nothing behind

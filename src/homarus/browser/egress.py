@@ -10,14 +10,13 @@ Playwright version can route them.
 
 from __future__ import annotations
 
-import asyncio
 import json
-import socket
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from homarus.security.ssrf_rules import SsrfPolicy, check_resolved, check_url
+from homarus.security.ssrf import resolve_and_pin
+from homarus.security.ssrf_rules import SsrfPolicy, check_url
 
 if TYPE_CHECKING:
     from playwright.async_api import Route
@@ -54,10 +53,7 @@ class Egress:
         policy = SsrfPolicy(trusted_hostnames=frozenset({host}) if self._allowed_host(host) else frozenset())
         try:
             target = check_url(url.replace("ws", "http", 1) if scheme.startswith("ws") else url, policy)
-            if target.ip is None:
-                loop = asyncio.get_running_loop()
-                infos = await loop.getaddrinfo(target.host, None, proto=socket.IPPROTO_TCP)
-                check_resolved(target.host, [str(i[4][0]) for i in infos], policy, trusted=policy.trusts(target))
+            await resolve_and_pin(target.host, target.port, policy=policy, trusted=policy.trusts(target))
         except Exception as exc:  # SsrfBlocked, FetchError, resolution failures: all refusals
             return str(exc) or type(exc).__name__
         return None

@@ -15,11 +15,10 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
-from homarus.config.backups import keep_backup, list_backups
+from homarus.config.backups import list_backups, write_keeping_backup
 from homarus.config.loader import (
     StatePaths,
     apply_env_overrides,
@@ -30,8 +29,8 @@ from homarus.config.loader import (
 )
 from homarus.config.schema import HomarusConfig
 from homarus.config.secrets import SECRETS_FILE, merged_env
+from homarus.config.store import delete_path
 from homarus.errors import ConfigError
-from homarus.fs import atomic_write
 
 __all__ = ["Fix", "find_fixes", "loadable_backup"]
 
@@ -76,7 +75,7 @@ def _unknown_keys(paths: StatePaths) -> Fix | None:
         except ValidationError as exc:
             issues, errors = format_validation_error(exc), exc.errors()
             at = next((n for n, e in enumerate(errors) if e["type"] == "extra_forbidden"), None)
-            if at is None or not _delete(data, tuple(errors[at]["loc"])):
+            if at is None or not delete_path(data, tuple(errors[at]["loc"])):
                 return None  # something other than an unknown key is wrong: the user decides
             removed.append(issues[at].key)
     else:
@@ -86,8 +85,7 @@ def _unknown_keys(paths: StatePaths) -> Fix | None:
     text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
     def apply() -> None:
-        keep_backup(paths.config_path)
-        atomic_write(paths.config_path, text, mode=0o600)
+        write_keeping_backup(paths.config_path, text)
 
     what = f"remove {len(removed)} key(s) this version does not know: {', '.join(removed)}"
     return Fix(what, apply, unified_diff(raw, text, str(paths.config_path), "fixed"))
@@ -98,19 +96,6 @@ def _env(paths: StatePaths) -> dict[str, str]:
         return merged_env(paths.state_dir)
     except ConfigError:
         return dict(os.environ)
-
-
-def _delete(data: Any, loc: tuple[Any, ...]) -> bool:
-    node = data
-    for part in loc[:-1]:
-        try:
-            node = node[part]
-        except (KeyError, IndexError, TypeError):
-            return False
-    if isinstance(node, dict) and loc and loc[-1] in node:
-        del node[loc[-1]]
-        return True
-    return False
 
 
 def _permissions(paths: StatePaths) -> list[Fix]:

@@ -118,13 +118,9 @@ async def _discover_all(cfg: HomarusConfig, paths: StatePaths) -> list[tuple[str
 
 
 def _registry(cfg: HomarusConfig, paths: StatePaths) -> Any:
-    from homarus.config.loader import provider_env_keys
-    from homarus.config.secrets import merged_env
-    from homarus.providers.adapters import default_factories
-    from homarus.providers.registry import ModelRegistry
+    from homarus.providers.adapters import configured_registry
 
-    env = provider_env_keys(merged_env(paths.state_dir))
-    return ModelRegistry(cfg.models, env_keys=env, factories=default_factories(), base_dir=paths.config_path.parent)
+    return configured_registry(cfg.models, paths)
 
 
 def _check_ref(cfg: HomarusConfig, ref: str) -> str | None:

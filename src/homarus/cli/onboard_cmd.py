@@ -137,8 +137,9 @@ def _provider(args: argparse.Namespace, ask: Prompter, interactive: bool) -> Pre
 
 
 def _base_url(args: argparse.Namespace, ask: Prompter, interactive: bool, preset: Preset) -> str:
-    url = args.base_url or (preset.base_url if not interactive or not (preset.local or not preset.base_url) else None)
-    if url is None:
+    url: str = args.base_url or preset.base_url
+    if not args.base_url and interactive and (preset.local or not preset.base_url):
+        # asked for local servers and custom URLs; a cloud provider's is known
         url = ask.ask("API URL (the base, often ending in /v1)", preset.base_url or None)
     if not url:
         raise Stop("--base-url is needed for this provider")
@@ -157,7 +158,7 @@ def _key(args: argparse.Namespace, ask: Prompter, interactive: bool, preset: Pre
         return value, args.api_key_env
     if args.api_key:
         return (sys.stdin.readline().strip() if args.api_key == "-" else args.api_key.strip()), name or "MODEL_API_KEY"
-    if preset.local and not args.api_key:
+    if preset.local:
         return None, None
     if name and os.environ.get(name) and (not interactive or ask.yes(f"Use the key in ${name}?", default=True)):
         return os.environ[name], name

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from homarus.fs import atomic_write
 
-__all__ = ["KEEP", "Backup", "keep_backup", "list_backups"]
+__all__ = ["KEEP", "Backup", "keep_backup", "list_backups", "write_keeping_backup"]
 
 #: how many previous versions are kept
 KEEP = 5
@@ -51,6 +51,12 @@ def keep_backup(config: Path) -> Path | None:
             os.replace(_name(config, n), _name(config, n + 1))
     atomic_write(_name(config, 1), current, mode=0o600)
     return _name(config, 1)
+
+
+def write_keeping_backup(config: Path, text: str) -> None:
+    """Replace the config file with ``text`` (atomically, 0600), the replaced one kept as ``.bak.1``."""
+    keep_backup(config)
+    atomic_write(config, text, mode=0o600)
 
 
 def list_backups(config: Path) -> list[Backup]:

@@ -9,14 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from homarus.config.backups import keep_backup
+from homarus.config.backups import write_keeping_backup
 from homarus.config.loader import LoadedConfig, StatePaths, load_config, parse_config_text, resolve_config
 from homarus.config.redact import restore_redacted
 from homarus.config.secrets import merged_env
 from homarus.errors import ConfigError, InvalidRequest
-from homarus.fs import atomic_write
 
-__all__ = ["ConfigStore", "WriteResult", "merge_patch"]
+__all__ = ["ConfigStore", "WriteResult", "delete_path", "merge_patch"]
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
@@ -84,18 +83,10 @@ class ConfigStore:
     def replace(self, data: dict[str, Any]) -> WriteResult:
         """Validate ``data`` as the whole new file content and write it atomically."""
         data = restore_redacted(data, self.current.parsed or {})
-        where = str(self.paths.config_path)
-        resolve_config(data, self._resolve_env(), path=where)  # fail before writing
-        text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        resolve_config(data, self._resolve_env(), path=str(self.paths.config_path))  # fail before writing
         if self.current.parsed == data:
             return WriteResult(self.current, noop=True, restart_required=())
-        before = self.current.parsed or {}
-        keep_backup(self.paths.config_path)
-        atomic_write(self.paths.config_path, text, mode=0o600)
-        loaded = load_config(self.paths, self._env)
-        restart = tuple(".".join(k) for k in _RESTART_KEYS if _dig(before, k) != _dig(data, k))
-        self.current = loaded
-        return WriteResult(loaded, noop=False, restart_required=restart)
+        return self._write(json.dumps(data, indent=2, ensure_ascii=False) + "\n", data)
 
     def restore(self, backup: Path) -> WriteResult:
         """Bring a kept version back (validated like any write; the current file is kept first)."""
@@ -112,9 +103,12 @@ class ConfigStore:
         resolve_config(data, self._resolve_env(), path=where)
         if self.current.raw == raw:
             return WriteResult(self.current, noop=True, restart_required=())
+        return self._write(raw, data)
+
+    def _write(self, text: str, data: dict[str, Any]) -> WriteResult:
+        """Write a validated ``text`` (whose content is ``data``), keeping the replaced file."""
         before = self.current.parsed or {}
-        keep_backup(self.paths.config_path)
-        atomic_write(self.paths.config_path, raw, mode=0o600)
+        write_keeping_backup(self.paths.config_path, text)
         self.current = load_config(self.paths, self._env)
         restart = tuple(".".join(k) for k in _RESTART_KEYS if _dig(before, k) != _dig(data, k))
         return WriteResult(self.current, noop=False, restart_required=restart)
@@ -156,3 +150,23 @@ def _dig(data: Any, keys: tuple[str, ...]) -> Any:
             return None
         data = data.get(k)
     return data
+
+
+def delete_path(data: Any, path: tuple[str | int, ...]) -> bool:
+    """Remove the key or list item at ``path`` (a validation error's ``loc``); whether it was there."""
+    node: Any = data
+    for part in path[:-1]:
+        if isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+            continue
+        if not (isinstance(node, dict) and part in node):
+            return False
+        node = node[part]
+    last = path[-1] if path else None
+    if isinstance(node, dict) and last in node:
+        del node[last]
+        return True
+    if isinstance(node, list) and isinstance(last, int) and last < len(node):
+        node.pop(last)
+        return True
+    return False

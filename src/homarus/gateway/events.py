@@ -66,11 +66,7 @@ class EventBus:
         self._recipients.pop(conn_id, None)
         self._everything.pop(conn_id, None)
         for key in self._watching.pop(conn_id, ()):
-            watchers = self._watchers.get(key)
-            if watchers is not None:
-                watchers.discard(conn_id)
-                if not watchers:
-                    del self._watchers[key]
+            _discard(self._watchers, key, conn_id)
 
     # -- who wants which run's events ------------------------------------------------------------
     def watch_session(self, conn_id: str, session_key: str) -> None:
@@ -79,8 +75,8 @@ class EventBus:
             self._watching.setdefault(conn_id, set()).add(session_key)
 
     def unwatch_session(self, conn_id: str, session_key: str) -> None:
-        self._watchers.get(session_key, set()).discard(conn_id)
-        self._watching.get(conn_id, set()).discard(session_key)
+        _discard(self._watchers, session_key, conn_id)
+        _discard(self._watching, conn_id, session_key)
 
     def own_run(self, run_id: str, conn_id: str) -> None:
         """``conn_id`` started ``run_id``: a targeted connection gets its events."""
@@ -165,3 +161,12 @@ def _eligible(r: Recipient, guard: str | None, only: Callable[[Recipient], bool]
     if guard is not None and (r.role != "operator" or not scope_allows(r.scopes, guard)):
         return False
     return only is None or only(r)
+
+
+def _discard(index: dict[str, set[str]], key: str, member: str) -> None:
+    """Take ``member`` out of ``index[key]``, and the key with its last member (no empty sets kept)."""
+    members = index.get(key)
+    if members is not None:
+        members.discard(member)
+        if not members:
+            del index[key]

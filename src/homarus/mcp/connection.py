@@ -314,15 +314,11 @@ async def _first(*events: asyncio.Event, timeout: float | None = None) -> None:
 
 
 def _check_egress(url: str, *, allow_private: bool) -> None:
-    import socket
+    """The URL's own rules (scheme, literal addresses, names like ``*.internal``), without DNS: the
+    name is resolved and checked when each connection is opened (:mod:`homarus.mcp.egress`)."""
+    from homarus.security.ssrf_rules import SsrfPolicy, check_url
 
-    from homarus.security.ssrf_rules import SsrfPolicy, check_resolved, check_url
-
-    policy = SsrfPolicy(allow_private_network=allow_private)
-    target = check_url(url, policy)
-    if target.ip is None:
-        infos = socket.getaddrinfo(target.host, None, proto=socket.IPPROTO_TCP)
-        check_resolved(target.host, [str(i[4][0]) for i in infos], policy)
+    check_url(url, SsrfPolicy(allow_private_network=allow_private))
 
 
 def _transport_failure(exc: BaseException) -> bool:

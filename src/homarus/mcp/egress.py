@@ -4,22 +4,22 @@ The MCP SDK speaks HTTP through ``httpx2`` (its own fork of httpx), so the gatew
 transport (:mod:`homarus.security.pinned_transport`, built on httpx) cannot be handed to it.
 What it can be handed is a client whose connection pool has a network backend of ours: each
 new socket resolves the host once, checks every answer against the SSRF policy, and connects to
-a checked address, never to a name resolved again later, so a DNS answer that changes between
+the checked address (:func:`homarus.security.ssrf.resolve_and_pin`, as ``web_fetch`` does), never
+to a name resolved again later, so a DNS answer that changes between
 the check and the connect (rebinding) has nothing to act on. TLS still verifies the hostname
 (httpcore sends it as SNI from the URL, not from the address). Redirects are not followed.
 """
 
 from __future__ import annotations
 
-import asyncio
-import socket
 from collections.abc import Iterable
 from typing import Any
 
 import httpcore2
 import httpx2
 
-from homarus.security.ssrf_rules import SsrfPolicy, check_resolved, check_url
+from homarus.security.ssrf import resolve_and_pin
+from homarus.security.ssrf_rules import SsrfPolicy, check_url
 
 __all__ = ["GuardedBackend", "guarded_client"]
 
@@ -39,24 +39,12 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        target = check_url(f"http://{_bracket(host)}:{port}/", self._policy)
-        if target.ip is not None:
-            addresses = [str(target.ip)]
-        else:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
-            checked = check_resolved(host, [str(i[4][0]) for i in infos], self._policy)
-            addresses = [str(ip) for ip in checked]
-        error: Exception | None = None
-        for address in addresses:
-            try:
-                stream = await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
-            except (httpcore2.ConnectError, httpcore2.ConnectTimeout, OSError) as exc:
-                error = exc
-                continue
-            self.connected.append((host, address))
-            del self.connected[:-20]
-            return stream
-        raise httpcore2.ConnectError(f"could not connect to {host}:{port}: {error}")
+        check_url(f"http://{_bracket(host)}:{port}/", self._policy)  # the name's own rules (*.internal, …)
+        address = await resolve_and_pin(host, port, policy=self._policy)  # web_fetch's resolve-check-pin
+        stream = await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
+        self.connected.append((host, address))
+        del self.connected[:-20]
+        return stream
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from homarus.config.loader import format_validation_error
 from homarus.config.schema import SECTIONS, HomarusConfig
+from homarus.config.store import delete_path
 
 __all__ = ["PlanItem", "map_config"]
 
@@ -47,25 +48,6 @@ class PlanItem:
 
     def to_json(self) -> dict[str, str]:
         return {"kind": self.kind, "what": self.what, "action": self.action, "detail": self.detail}
-
-
-def _delete(data: dict[str, Any], path: tuple[str | int, ...]) -> bool:
-    node: Any = data
-    for part in path[:-1]:
-        if isinstance(node, list) and isinstance(part, int) and part < len(node):
-            node = node[part]
-            continue
-        if not (isinstance(node, dict) and part in node):
-            return False
-        node = node[part]
-    last = path[-1] if path else None
-    if isinstance(node, dict) and last in node:
-        del node[last]
-        return True
-    if isinstance(node, list) and isinstance(last, int) and last < len(node):
-        node.pop(last)
-        return True
-    return False
 
 
 def _leaves(value: Any, prefix: str) -> list[str]:
@@ -101,7 +83,7 @@ def map_config(source: dict[str, Any], *, workspace_note: str | None) -> tuple[d
             progressed = False
             for issue, err in zip(format_validation_error(exc), exc.errors(), strict=True):
                 path = tuple(p for p in err["loc"] if p != "__root__")
-                if _delete(out, path):
+                if delete_path(out, path):
                     items.append(PlanItem("config", issue.key, "skip", _reason(issue.message)))
                     progressed = True
                     break

@@ -7,14 +7,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from homarus.config.models import ProviderConfig
+from homarus.config.models import ModelsConfig, ProviderConfig
 from homarus.providers.base import Provider
-from homarus.providers.registry import AdapterFactory
+from homarus.providers.registry import AdapterFactory, ModelRegistry
 
 if TYPE_CHECKING:
     import httpx
 
-__all__ = ["default_factories"]
+    from homarus.config.paths import StatePaths
+
+__all__ = ["configured_registry", "default_factories"]
+
+
+def configured_registry(models: ModelsConfig, paths: StatePaths) -> ModelRegistry:
+    """The registry a gateway with these state paths uses: the HTTP adapters, keys from the config,
+    the environment and the state dir's secrets file, scripts relative to the config file."""
+    from homarus.config.loader import provider_env_keys
+    from homarus.config.secrets import merged_env
+
+    env_keys = provider_env_keys(merged_env(paths.state_dir))
+    return ModelRegistry(models, env_keys=env_keys, factories=default_factories(), base_dir=paths.config_path.parent)
 
 
 def default_factories(client: httpx.AsyncClient | None = None) -> dict[str, AdapterFactory]:

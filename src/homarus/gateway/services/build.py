@@ -83,18 +83,10 @@ def injections(gw: GatewayContext) -> InjectionQueue:
 
 
 def models(gw: GatewayContext) -> ModelRegistry:
-    from homarus.config.loader import provider_env_keys
-    from homarus.config.secrets import merged_env
     from homarus.gateway.services.plugins import add_plugin_providers
-    from homarus.providers.adapters import default_factories
-    from homarus.providers.registry import ModelRegistry
+    from homarus.providers.adapters import configured_registry
 
-    registry = ModelRegistry(
-        gw.config.models,
-        env_keys=provider_env_keys(merged_env(gw.paths.state_dir)),
-        factories=default_factories(),
-        base_dir=gw.paths.config_path.parent,
-    )
+    registry = configured_registry(gw.config.models, gw.paths)
     if gw.built("extensions"):
         add_plugin_providers(gw, gw.plugins, registry)
     return registry
