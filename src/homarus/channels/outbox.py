@@ -10,7 +10,8 @@ After a crash (:meth:`Outbox.recover`): a ``sending`` piece never reached the pl
 discards an incomplete request), so it is sent again; a ``transmitted`` one did, and its answer was
 lost with the process, so it counts as sent (``unconfirmed``). Without an idempotency key on the
 platform's side no order of "send" and "record" is exact: this one leaves only the microseconds
-between the record's commit and the write of the last byte ambiguous (see the adapter's client).
+between the record's commit and the write of the last byte ambiguous (see the adapter's client);
+that commit does not wait for the disk (a power cut right after it may send the piece again).
 
 One conversation's pieces go out in order: only its oldest unfinished piece is ever due.
 """
@@ -130,15 +131,19 @@ class Outbox:
     def by_run(self, run_id: str) -> list[OutboxRow]:
         return self._rows("WHERE outbox.run_id=? ORDER BY outbox.id", (run_id,))
 
-    def _set(self, row_id: int, sql: str, args: tuple[Any, ...], *, where: str = "") -> bool:
+    def _set(self, row_id: int, sql: str, args: tuple[Any, ...], *, where: str = "", unsynced: bool = False) -> bool:
         statement = f"UPDATE outbox SET {sql}, updated_at=? WHERE id=?{where}"  # noqa: S608 (constants only)
-        return self.db.execute(statement, (*args, _now_ms(), row_id)) == 1
+        execute = self.db.execute_unsynced if unsynced else self.db.execute
+        return execute(statement, (*args, _now_ms(), row_id)) == 1
 
     def mark_sending(self, row_id: int) -> bool:
         return self._set(row_id, "status='sending', attempts=attempts+1", (), where=" AND status='pending'")
 
     def mark_transmitted(self, row_id: int) -> bool:
-        return self._set(row_id, "status='transmitted'", (), where=" AND status='sending'")
+        # the request's last byte is written right after this: an fsync here (milliseconds under
+        # load) would be a window where a crash loses the piece; the record survives a crash of the
+        # process once written, and a power cut with the next commit (mark_sent's)
+        return self._set(row_id, "status='transmitted'", (), where=" AND status='sending'", unsynced=True)
 
     def mark_sent(self, row_id: int, platform_id: str | None, note: str | None = None) -> bool:
         return self._set(row_id, "status='sent', platform_id=?, last_error=?", (platform_id, note))
