@@ -34,6 +34,8 @@ CONNECTION_CLOSED = -32000
 REQUEST_TIMEOUT = -32001
 State = Literal["stopped", "starting", "ready", "failed", "stopping"]
 BACKOFF_S = (1.0, 2.0, 5.0, 15.0, 60.0)
+#: the least time a start (and its tool listing) gets, whatever the per-call timeoutMs
+START_FLOOR_S = 10.0
 #: a server's stderr log is cut back to nothing when it outgrows this at a (re)start
 STDERR_MAX_BYTES = 1_000_000
 
@@ -83,7 +85,7 @@ class McpConnection:
             self._ready.clear()
             self._retry.set()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ready.wait(), self.cfg.timeout_ms / 1000)
+            await asyncio.wait_for(self._ready.wait(), self._start_timeout())
         if self.state != "ready":
             raise McpUnavailable(self._why())
 
@@ -103,7 +105,7 @@ class McpConnection:
 
     def _why(self) -> str:
         if self.state == "starting":
-            return f"MCP server {self.name!r} did not start within {self.cfg.timeout_ms} ms"
+            return f"MCP server {self.name!r} did not start within {self._start_timeout() * 1000:.0f} ms"
         return f"MCP server {self.name!r} is {self.state}" + (f": {self.last_error}" if self.last_error else "")
 
     async def _run(self) -> None:
@@ -186,7 +188,7 @@ class McpConnection:
         tools: list[Tool] = []
         cursor: str | None = None
         for _ in range(100):  # pages
-            page = await asyncio.wait_for(client.list_tools(cursor=cursor, cache_mode="refresh"), self._timeout())
+            page = await asyncio.wait_for(client.list_tools(cursor=cursor, cache_mode="refresh"), self._start_timeout())
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -215,6 +217,11 @@ class McpConnection:
 
     def _timeout(self) -> float:
         return self.cfg.timeout_ms / 1000
+
+    def _start_timeout(self) -> float:
+        # a start (spawning an interpreter, importing an SDK) on a busy machine takes seconds: a
+        # short per-call timeoutMs must not make a healthy server unreachable
+        return max(self._timeout(), START_FLOOR_S)
 
     def _transport(self, errlog: Any, kind: str) -> Any:
         cfg = self.cfg
