@@ -1,4 +1,8 @@
-"""Session layer throughput: sessions.json patches/s and transcript appends/s with real fsync, and lane overhead.
+"""Session layer throughput: session index updates/s, transcript appends/s (real fsync), lane overhead.
+
+The index rows compare the SQLite store (``homarus.sessions.store``) with the whole-file
+``sessions.json`` algorithm it replaced (lock, re-read, change, temp file, fsync, rename, dir
+fsync; reproduced here with the same helpers) at growing numbers of sessions.
 
 Usage: .venv/bin/python bench/sessions_bench.py [--n N] [--dir PATH]
 Prints a Markdown table. Uses a temp dir on the project's disk (real fsync) unless --dir is given.
@@ -13,32 +17,60 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
+
+from homarus.fs import atomic_write
+from homarus.locking import file_lock
 from homarus.queue.lanes import LaneQueue
 from homarus.sessions.store import SessionStore
 from homarus.sessions.transcript import Transcript
 
 
-def _patches(root: Path, n: int, sessions: int) -> tuple[float, float]:
-    store = SessionStore(root / "sessions.json")
+def _entry(i: int) -> dict[str, Any]:
+    return {"sessionId": f"id{i}", "updatedAt": int(time.time() * 1000), "label": "a session", "channel": "telegram"}
 
-    def seed(entries: dict[str, dict[str, Any]]) -> None:
-        for i in range(sessions):
-            entries[f"agent:main:s{i}"] = {"sessionId": f"id{i}", "updatedAt": int(time.time() * 1000)}
 
-    store.update(seed)
-    times = []
+def _relabel(i: int) -> Callable[[dict[str, Any] | None], dict[str, Any]]:
+    return lambda current: {**(current or _entry(i)), "label": f"l{i}"}
+
+
+def _patches(root: Path, n: int, sessions: int) -> tuple[float, float, float]:
+    """(updates/s, p50 ms, CPU ms per update) of the SQLite store."""
+    store = SessionStore(root)
+    store.add_missing({f"agent:main:s{i}": _entry(i) for i in range(sessions)})
+    times, cpu = [], time.process_time()
     for i in range(n):
-
-        def patch(entries: dict[str, dict[str, Any]], i: int = i) -> None:
-            entries[f"agent:main:s{i % sessions}"]["label"] = f"l{i}"
-
+        key = f"agent:main:s{(i * 7919) % sessions}"
         t = time.perf_counter()
-        store.update(patch)
+        store.update(key, _relabel(i))
         times.append(time.perf_counter() - t)
-    return n / sum(times), statistics.median(times) * 1000
+    cpu = time.process_time() - cpu
+    store.close()
+    return n / sum(times), statistics.median(times) * 1000, cpu / n * 1000
+
+
+def _json_patches(root: Path, n: int, sessions: int) -> tuple[float, float, float]:
+    """The same with the whole-file algorithm of the sessions.json store this replaced."""
+    path = root / "sessions.json"
+    root.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(orjson.dumps({f"agent:main:s{i}": _entry(i) for i in range(sessions)}))
+    times, cpu = [], time.process_time()
+    for i in range(n):
+        key = f"agent:main:s{(i * 7919) % sessions}"
+        t = time.perf_counter()
+        with file_lock(path, timeout=10):
+            entries = orjson.loads(path.read_bytes())
+            before = orjson.dumps(entries, option=orjson.OPT_SORT_KEYS)
+            entries[key] = {**entries[key], "label": f"l{i}"}
+            if orjson.dumps(entries, option=orjson.OPT_SORT_KEYS) != before:
+                atomic_write(path, orjson.dumps(entries, option=orjson.OPT_INDENT_2) + b"\n")
+        times.append(time.perf_counter() - t)
+    cpu = time.process_time() - cpu
+    return n / sum(times), statistics.median(times) * 1000, cpu / n * 1000
 
 
 def _appends(root: Path, n: int) -> tuple[float, float]:
@@ -73,19 +105,28 @@ def main() -> None:
     base.mkdir(parents=True, exist_ok=True)
     root = Path(tempfile.mkdtemp(dir=base))
     try:
-        rows = []
-        for sessions in (10, 100, 500):
-            rate, p50 = _patches(root / f"p{sessions}", args.n, sessions)
-            rows.append((f"sessions.json patch ({sessions} sessions), fsync", f"{rate:,.0f}/s", f"{p50:.2f} ms"))
+        rows: list[tuple[str, str, str, float | None]] = []
+        for sessions in (10, 500, 10_000, 100_000):
+            rate, p50, cpu = _patches(root / f"p{sessions}", args.n, sessions)
+            rows.append((f"sessions.sqlite update ({sessions:,} sessions)", f"{rate:,.0f}/s", f"{p50:.2f} ms", cpu))
+        for sessions in (10, 500, 10_000):
+            n = args.n if sessions < 10_000 else max(10, args.n // 10)
+            rate, p50, cpu = _json_patches(root / f"j{sessions}", n, sessions)
+            rows.append(
+                (f"sessions.json rewrite, before ({sessions:,} sessions)", f"{rate:,.0f}/s", f"{p50:.2f} ms", cpu)
+            )
         rate, p50 = _appends(root, args.n)
-        rows.append(("transcript append (one entry), fsync", f"{rate:,.0f}/s", f"{p50:.2f} ms"))
+        rows.append(("transcript append (one entry), fsync", f"{rate:,.0f}/s", f"{p50:.2f} ms", None))
         overhead = asyncio.run(_lanes(args.n * 10))
-        rows.append(("lane scheduling, double-enqueued no-op task", f"{1e6 / overhead:,.0f}/s", f"{overhead:.1f} µs"))
-        print(f"# {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} CPUs, dir {root}")
-        print("| metric | rate | p50 |")
-        print("| --- | --- | --- |")
-        for name, rate_s, p50_s in rows:
-            print(f"| {name} | {rate_s} | {p50_s} |")
+        lane = ("lane scheduling, double-enqueued no-op task", f"{1e6 / overhead:,.0f}/s", f"{overhead:.1f} µs", None)
+        rows.append(lane)
+        print(
+            f"# {time.strftime('%Y-%m-%d %H:%M')} on {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}, dir {root}"
+        )
+        print("| metric | rate | p50 | CPU per op |")
+        print("| --- | --- | --- | --- |")
+        for name, rate_s, p50_s, cpu_ms in rows:
+            print(f"| {name} | {rate_s} | {p50_s} | {'' if cpu_ms is None else f'{cpu_ms:.2f} ms'} |")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

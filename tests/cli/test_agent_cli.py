@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from homarus.sessions.store import SessionStore
 from tests.gateway_process import free_port, json_out, run_cli, scrubbed_env, start_gateway, write_config
 
 PROMPT = "What time is it?"
@@ -56,9 +57,9 @@ def failing_config(port: int | None = None) -> dict[str, Any]:
 
 
 def transcript_messages(state: Path, session_key: str = "agent:main:main") -> list[dict[str, Any]]:
-    """The messages in the session's transcript, checked against its sessions.json entry."""
+    """The messages in the session's transcript, checked against its session entry."""
     sessions = state / "agents" / "main" / "sessions"
-    entries = json.loads((sessions / "sessions.json").read_text(encoding="utf-8"))
+    entries = SessionStore(sessions).read()
     entry = entries[session_key]
     files = sorted(sessions.glob("*.jsonl"))
     assert [f.name for f in files] == [f"{entry['sessionId']}.jsonl"], files
@@ -157,7 +158,7 @@ def test_through_a_running_gateway(tmp_path: Path) -> None:
         row = rows["agent:main:main"]
         assert row["status"] == "done"
         assert (row["modelProvider"], row["model"]) == ("script", "clock")
-        stored = json.loads((state / "agents" / "main" / "sessions" / "sessions.json").read_text(encoding="utf-8"))
+        stored = SessionStore(state / "agents" / "main" / "sessions").read()
         assert row["sessionId"] == stored["agent:main:main"]["sessionId"]
     assert_tool_turn_stored(state)
     assert "Traceback" not in gw.stderr

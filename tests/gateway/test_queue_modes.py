@@ -9,6 +9,7 @@ from typing import Any
 
 from homarus.messages import Context, ToolResultMessage, UserMessage
 from homarus.providers.scripted import Gate, Reply, Responder, ScriptedProvider
+from homarus.sessions.store import SessionStore
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.wsclient import Client, open_client
 
@@ -180,7 +181,7 @@ async def test_threshold_compaction_writes_an_entry_and_replays_summary(tmp_path
             await _send(c, "y" * 1200, f"long-{i}")
             assert (await _wait(c, f"long-{i}"))["status"] == "ok"
         sessions = gw.paths.state_dir / "agents" / "main" / "sessions"
-        entry = json.loads((sessions / "sessions.json").read_text())["agent:main:main"]
+        entry = SessionStore(sessions).read()["agent:main:main"]
         lines = [json.loads(x) for x in (sessions / f"{entry['sessionId']}.jsonl").read_text().splitlines()]
         compactions = [x for x in lines if x["type"] == "compaction"]
         assert compactions, "no compaction entry was written"

@@ -16,6 +16,7 @@ import pytest
 
 from homarus.plugins.runner import HookRegistration
 from homarus.providers.scripted import Reply, ScriptedProvider
+from homarus.sessions.store import SessionStore
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.mcp_client.remote import serve_demo
 from tests.wsclient import Client, open_client
@@ -50,7 +51,7 @@ async def _client(gw: RunningGateway) -> Client:
 
 def _results(gw: RunningGateway) -> dict[str, dict[str, Any]]:
     sessions = gw.paths.state_dir / "agents" / "main" / "sessions"
-    entry = json.loads((sessions / "sessions.json").read_text())["agent:main:main"]
+    entry = SessionStore(sessions).read()["agent:main:main"]
     rows = [json.loads(line) for line in (sessions / f"{entry['sessionId']}.jsonl").read_text().splitlines()]
     out: dict[str, dict[str, Any]] = {}
     for row in rows:

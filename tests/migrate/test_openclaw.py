@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from homarus.sessions.store import SessionStore
 from tests.conftest import TEST_TOKEN, run_gateway
 from tests.gateway_process import json_out, run_cli, scrubbed_env
 from tests.wsclient import open_client
@@ -101,7 +102,7 @@ def test_rerun_is_idempotent_and_backs_up_a_changed_config(tmp_path: Path) -> No
     src = source(tmp_path)
     migrate(tmp_path, src)
     home = tmp_path / "gw" / "state"
-    sessions_before = (home / "agents" / "main" / "sessions" / "sessions.json").read_text()
+    sessions_before = SessionStore(home / "agents" / "main" / "sessions").read()
     (home / "workspace" / "USER.md").write_text("edited in Homarus\n")
     cfg = json.loads((home / "homarus.json").read_text())
     cfg["gateway"]["port"] = 18888
@@ -111,7 +112,7 @@ def test_rerun_is_idempotent_and_backs_up_a_changed_config(tmp_path: Path) -> No
     assert actions(again, "cron")["stretch"] == "skip"
     assert actions(again, "file")["USER.md"] == "keep" and actions(again, "file")["AGENTS.md"] == "skip"
     assert (home / "workspace" / "USER.md").read_text() == "edited in Homarus\n"
-    assert (home / "agents" / "main" / "sessions" / "sessions.json").read_text() == sessions_before
+    assert SessionStore(home / "agents" / "main" / "sessions").read() == sessions_before
     assert len(again["backups"]) == 1 and json.loads(Path(again["backups"][0]).read_text())["gateway"]["port"] == 18888
 
 

@@ -13,6 +13,7 @@ from homarus.plugins import events as ev
 from homarus.plugins.hookspecs import HOOKS
 from homarus.plugins.runner import HookRegistration
 from homarus.providers.scripted import Reply, ScriptedProvider
+from homarus.sessions.store import SessionStore
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.wsclient import Client, open_client
 
@@ -70,7 +71,7 @@ def _tool_results(c: Client) -> list[dict[str, Any]]:
 
 def _transcript(gw: RunningGateway) -> list[dict[str, Any]]:
     sessions = gw.paths.state_dir / "agents" / "main" / "sessions"
-    entry = json.loads((sessions / "sessions.json").read_text())["agent:main:main"]
+    entry = SessionStore(sessions).read()["agent:main:main"]
     return [json.loads(x) for x in (sessions / f"{entry['sessionId']}.jsonl").read_text().splitlines()[1:]]
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -10,17 +11,18 @@ from homarus.sessions.store import SessionStore
 from homarus.sessions.transcript import Transcript
 
 
+def _value(value: dict[str, Any]) -> Callable[[dict[str, Any] | None], dict[str, Any]]:
+    return lambda current: value
+
+
 def main(state: Path, start: int) -> None:
-    store = SessionStore(state / "sessions.json")
+    store = SessionStore(state)
     transcript = Transcript(state / "t.jsonl")
     transcript.create("crash-session")
     i = start
 
-    def put(entries: dict[str, dict[str, Any]]) -> None:
-        entries[f"k{i}"] = {"sessionId": f"s{i}", "updatedAt": i}
-
     while True:
-        store.update(put)
+        store.update(f"k{i}", _value({"sessionId": f"s{i}", "updatedAt": i}))
         print(f"store {i}", flush=True)
         transcript.append({"type": "message", "message": {"role": "user", "content": f"m{i}"}})
         print(f"transcript {i}", flush=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -56,7 +55,7 @@ def test_sigkill_never_loses_acknowledged_writes(tmp_path: Path) -> None:
         acked_transcript |= appended
         start += 10_000
         # every round starts by reading what the last one left: it must parse and hold every ack
-        entries = SessionStore(tmp_path / "sessions.json").read()
+        entries = SessionStore(tmp_path).read()
         missing = {i for i in acked_store if f"k{i}" not in entries}
         assert not missing, f"store lost acknowledged writes {sorted(missing)[:5]}"
         view = Transcript(tmp_path / "t.jsonl").read()
@@ -79,25 +78,73 @@ import sys
 from pathlib import Path
 from homarus.sessions.store import SessionStore
 store = SessionStore(Path(sys.argv[1]))
-def bump(entries):
-    e = entries.setdefault("agent:main:main", {"sessionId": "s", "updatedAt": 0})
+def bump(e):
+    e = e or {"sessionId": "s", "updatedAt": 0}
     e["updatedAt"] += 1
-    entries[f"agent:main:w{sys.argv[2]}-{e['updatedAt']}"] = {"sessionId": "x", "updatedAt": 1}
+    return e
 for _ in range(int(sys.argv[3])):
-    store.update(bump)
+    n = store.update("agent:main:main", bump)["updatedAt"]
+    store.update(f"agent:main:w{sys.argv[2]}-{n}", lambda e: {"sessionId": "x", "updatedAt": 1})
 """
 
 
 def test_processes_updating_one_store_lose_nothing(tmp_path: Path) -> None:
-    path = tmp_path / "sessions.json"
     procs = [
-        subprocess.Popen([sys.executable, "-c", _COUNTER_SCRIPT, str(path), str(w), "40"], env=ENV, cwd=ROOT)
+        subprocess.Popen([sys.executable, "-c", _COUNTER_SCRIPT, str(tmp_path), str(w), "40"], env=ENV, cwd=ROOT)
         for w in range(5)
     ]
     for p in procs:
         assert p.wait(60) == 0
-    data = json.loads(path.read_text())
+    data = SessionStore(tmp_path).read()
     assert data["agent:main:main"]["updatedAt"] == 200
-    assert len(data) == 201
-    assert not (tmp_path / "sessions.json.lock").exists()
-    assert path.stat().st_mode & 0o777 == 0o600
+    assert len(data) == 201  # every bump got its own number: no two writers read the same value
+    assert (tmp_path / "sessions.sqlite").stat().st_mode & 0o777 == 0o600
+
+
+_BIG_WRITER = """
+import sys
+from pathlib import Path
+from homarus.sessions.store import SessionStore
+store = SessionStore(Path(sys.argv[1]))
+i = int(sys.argv[2])
+while True:
+    key = f"agent:main:s{(i * 7919) % 100_000}"
+    store.update(key, lambda e: {**(e or {"sessionId": "x", "updatedAt": 1}), "label": f"v{i}"})
+    print(i, flush=True)
+    i += 1
+"""
+
+
+def test_sigkill_mid_update_of_a_100_000_session_store_loses_no_acknowledged_update(tmp_path: Path) -> None:
+    SessionStore(tmp_path).add_missing(
+        {f"agent:main:s{i}": {"sessionId": f"s{i}", "updatedAt": 1} for i in range(100_000)}
+    )
+    rng = random.Random(99)
+    acked: set[int] = set()
+    start = 0
+    for _ in range(4):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", _BIG_WRITER, str(tmp_path), str(start)],
+            stdout=subprocess.PIPE,
+            env=ENV,
+            cwd=ROOT,
+            text=True,
+        )
+        assert proc.stdout is not None
+        wanted = rng.randint(20, 200)
+        try:
+            while line := proc.stdout.readline():
+                acked.add(int(line))
+                if int(line) - start >= wanted:
+                    break
+            time.sleep(random.uniform(0, 0.002))  # the kill lands inside the next update, usually
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            proc.stdout.close()
+        start += 10_000
+        stored = SessionStore(tmp_path).read()
+        assert len(stored) == 100_000
+        lost = [i for i in acked if stored[f"agent:main:s{(i * 7919) % 100_000}"].get("label") != f"v{i}"]
+        assert not lost, f"acknowledged updates lost: {lost[:5]}"
+    assert len(acked) >= 80

@@ -14,7 +14,7 @@ import pytest
 from homarus.errors import InvalidRequest, NotFound
 from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager, SessionRef, now_ms
-from homarus.sessions.store import Entries
+from homarus.sessions.store import SessionStore
 
 
 @pytest.fixture
@@ -26,9 +26,8 @@ def _user(text: str) -> dict[str, Any]:
     return {"type": "message", "message": {"role": "user", "content": text}}
 
 
-def _sessions_json(mgr: SessionManager, agent: str = "main") -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((mgr.sessions_dir(agent) / "sessions.json").read_text())
-    return data
+def _stored(mgr: SessionManager, agent: str = "main") -> dict[str, Any]:
+    return SessionStore(mgr.sessions_dir(agent)).read()
 
 
 # -- keys ---------------------------------------------------------------------------------------
@@ -92,7 +91,7 @@ def test_ensure_creates_entry_and_transcript(mgr: SessionManager) -> None:
     assert entry.created_at is not None
     assert before <= entry.created_at <= now_ms()
 
-    stored = _sessions_json(mgr)
+    stored = _stored(mgr)
     assert list(stored) == ["agent:main:discord:group:1"]
     assert stored["agent:main:discord:group:1"] == entry.to_json()
     assert "chatType" not in stored["agent:main:discord:group:1"]
@@ -140,14 +139,14 @@ def test_ensure_rejects_invalid_fields_and_writes_nothing(mgr: SessionManager) -
     key = mgr.resolve_key("x")
     with pytest.raises(InvalidRequest, match="invalid session field status"):
         mgr.ensure(key, status="bogus")
-    assert not (mgr.sessions_dir("main") / "sessions.json").exists()
+    assert SessionStore(mgr.sessions_dir("main")).read() == {}
 
 
 def test_agents_have_separate_stores(mgr: SessionManager) -> None:
     mgr.ensure(mgr.resolve_key("x", "ops"))
     mgr.ensure(mgr.resolve_key("x"))
-    assert list(_sessions_json(mgr, "ops")) == ["agent:ops:x"]
-    assert list(_sessions_json(mgr, "main")) == ["agent:main:x"]
+    assert list(_stored(mgr, "ops")) == ["agent:ops:x"]
+    assert list(_stored(mgr, "main")) == ["agent:main:x"]
 
 
 def test_get_and_require(mgr: SessionManager) -> None:
@@ -170,30 +169,27 @@ def test_update_entry_missing_session(mgr: SessionManager) -> None:
     with pytest.raises(NotFound) as info:
         mgr.update_entry(mgr.resolve_key("x"), {"label": "a"})
     assert info.value.message == "session not found: agent:main:x"
-    assert not (mgr.sessions_dir("main") / "sessions.json").exists()
+    assert SessionStore(mgr.sessions_dir("main")).read() == {}
 
 
 def test_update_entry_create(mgr: SessionManager) -> None:
     ref = mgr.update_entry(mgr.resolve_key("x"), {"label": "a"}, create=True)
     assert ref.entry.label == "a"
-    assert _sessions_json(mgr)["agent:main:x"]["label"] == "a"
+    assert _stored(mgr)["agent:main:x"]["label"] == "a"
 
 
 def test_update_entry_sets_removes_and_bumps_updated_at(mgr: SessionManager) -> None:
     key = mgr.resolve_key("x")
     mgr.ensure(key, label="old", thinkingLevel="high")
 
-    def age(entries: Entries) -> None:
-        entries[key.canonical]["updatedAt"] = 1000
-
-    mgr.store("main").update(age)
+    mgr.store("main").update(key.canonical, lambda current: {**(current or {}), "updatedAt": 1000})
     before = now_ms()
     ref = mgr.update_entry(key, {"label": None, "displayName": "Shown", "customThing": 7})
     assert ref.entry.label is None
     assert ref.entry.display_name == "Shown"
     assert ref.entry.thinking_level == "high"
     assert before <= ref.entry.updated_at <= now_ms()
-    stored = _sessions_json(mgr)[key.canonical]
+    stored = _stored(mgr)[key.canonical]
     assert "label" not in stored
     assert stored["displayName"] == "Shown"
     assert stored["customThing"] == 7
@@ -205,22 +201,19 @@ def test_update_entry_never_moves_updated_at_backwards(mgr: SessionManager) -> N
     mgr.ensure(key)
     future = now_ms() + 3_600_000
 
-    def bump(entries: Entries) -> None:
-        entries[key.canonical]["updatedAt"] = future
-
-    mgr.store("main").update(bump)
+    mgr.store("main").update(key.canonical, lambda current: {**(current or {}), "updatedAt": future})
     assert mgr.update_entry(key, {"label": "a"}).entry.updated_at == future
 
 
 def test_update_entry_refuses_unreadable_result(mgr: SessionManager) -> None:
     key = mgr.resolve_key("x")
     mgr.ensure(key)
-    before = (mgr.sessions_dir("main") / "sessions.json").read_bytes()
+    before = _stored(mgr)
     with pytest.raises(InvalidRequest, match="invalid session field sessionId"):
         mgr.update_entry(key, {"sessionId": None})
     with pytest.raises(InvalidRequest, match="invalid session field status"):
         mgr.update_entry(key, {"status": "weird"})
-    assert (mgr.sessions_dir("main") / "sessions.json").read_bytes() == before
+    assert _stored(mgr) == before
 
 
 # -- reset --------------------------------------------------------------------------------------
@@ -256,7 +249,7 @@ def test_reset_new_session_id_archives_transcript_keeps_label(
     new_path = sessions_dir / f"{ref.entry.session_id}.jsonl"
     assert json.loads(new_path.read_bytes())["id"] == ref.entry.session_id
     assert mgr.transcript_for(ref).read().entries == []
-    stored = _sessions_json(mgr)[key.canonical]
+    stored = _stored(mgr)[key.canonical]
     assert stored == ref.entry.to_json()
 
 
@@ -289,7 +282,7 @@ def test_delete_archives_and_removes_entry(mgr: SessionManager) -> None:
     assert re.fullmatch(re.escape(str(transcript)) + r"\.deleted\.\d{13}", archived[0])
     assert Path(archived[0]).read_bytes() == content
     assert not transcript.exists()
-    assert list(_sessions_json(mgr)) == ["agent:main:y"]
+    assert list(_stored(mgr)) == ["agent:main:y"]
     assert mgr.get(key) is None
     assert mgr.transcript_for(keep).exists()
 

@@ -1,11 +1,12 @@
-"""Tests for SessionStore: whole-file atomic rewrites under the lock, corruption, maintenance."""
+"""Tests for SessionStore: one row per session in SQLite, corruption, failure atomicity,
+maintenance, the import of an older ``sessions.json``, and cost independent of the store's size."""
 
 from __future__ import annotations
 
-import errno
 import json
 import logging
-import os
+import sqlite3
+import statistics
 import threading
 import time
 from pathlib import Path
@@ -13,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from homarus.sessions import store as store_mod
 from homarus.sessions.entry import SessionEntry
-from homarus.sessions.store import Entries, Maintenance, SessionStore, StoreCorrupt
+from homarus.sessions.store import Maintenance, SessionStore, StoreCorrupt
 
 DAY_MS = 24 * 3600 * 1000
 
@@ -28,75 +28,88 @@ def _entry(session_id: str, updated_at: int | None = None, **extra: Any) -> dict
     return {"sessionId": session_id, "updatedAt": _now_ms() if updated_at is None else updated_at, **extra}
 
 
-def _put(key: str, value: dict[str, Any]) -> Any:
-    def change(entries: Entries) -> None:
-        entries[key] = value
-
-    return change
+def _put(value: dict[str, Any]) -> Any:
+    return lambda current: value
 
 
 @pytest.fixture
-def path(tmp_path: Path) -> Path:
-    return tmp_path / "agents" / "main" / "sessions" / "sessions.json"
+def directory(tmp_path: Path) -> Path:
+    return tmp_path / "agents" / "main" / "sessions"
+
+
+def _rows(directory: Path) -> dict[str, dict[str, Any]]:
+    """What is on disk, read by a separate plain connection."""
+    db = sqlite3.connect(f"file:{directory / 'sessions.sqlite'}?mode=ro", uri=True)
+    try:
+        return {k: json.loads(v) for k, v in db.execute("SELECT key, entry FROM sessions")}
+    finally:
+        db.close()
 
 
 # -- reading ------------------------------------------------------------------------------------
 
 
-def test_missing_file_is_an_empty_store(path: Path) -> None:
-    store = SessionStore(path)
+def test_missing_store_is_empty_and_reading_creates_nothing(directory: Path) -> None:
+    store = SessionStore(directory)
     assert store.read() == {}
     assert store.entries() == {}
     assert store.get("agent:main:main") is None
-    assert not path.exists()
-    assert not path.parent.exists()  # reading creates nothing
+    assert store.count() == 0
+    assert not directory.exists()
 
 
-def test_update_creates_private_dir_and_file(path: Path) -> None:
-    store = SessionStore(path)
-    store.update(_put("agent:main:main", _entry("s1", 1000)))
-    assert path.parent.stat().st_mode & 0o777 == 0o700
-    assert path.stat().st_mode & 0o777 == 0o600
-    assert json.loads(path.read_text()) == {"agent:main:main": {"sessionId": "s1", "updatedAt": 1000}}
-    assert not (path.parent / "sessions.json.lock").exists()
-    assert [p.name for p in path.parent.iterdir()] == ["sessions.json"]  # no temp or lock files left
+def test_update_creates_private_dir_and_database(directory: Path) -> None:
+    store = SessionStore(directory)
+    assert store.update("agent:main:main", _put(_entry("s1", 1000))) == {"sessionId": "s1", "updatedAt": 1000}
+    assert directory.stat().st_mode & 0o777 == 0o700
+    for name in ("sessions.sqlite", "sessions.sqlite-wal"):
+        assert (directory / name).stat().st_mode & 0o777 == 0o600, name
+    assert _rows(directory) == {"agent:main:main": {"sessionId": "s1", "updatedAt": 1000}}
 
 
-def test_get_and_entries_parse_entries(path: Path) -> None:
-    store = SessionStore(path)
-    store.update(_put("agent:main:main", _entry("s1", 1000, label="hello", futureField={"x": 1})))
+def test_get_and_entries_parse_entries_and_keep_unknown_fields(directory: Path) -> None:
+    store = SessionStore(directory)
+    store.update("agent:main:main", _put(_entry("s1", 1000, label="hello", futureField={"x": 1})))
     entry = store.get("agent:main:main")
     assert isinstance(entry, SessionEntry)
-    assert entry.session_id == "s1"
-    assert entry.updated_at == 1000
-    assert entry.label == "hello"
+    assert (entry.session_id, entry.updated_at, entry.label) == ("s1", 1000, "hello")
     assert entry.to_json() == {"sessionId": "s1", "updatedAt": 1000, "label": "hello", "futureField": {"x": 1}}
     assert list(store.entries()) == ["agent:main:main"]
 
 
-def test_update_returns_the_change_result(path: Path) -> None:
-    store = SessionStore(path)
+def test_change_sees_a_copy_of_the_current_entry_and_none_removes(directory: Path) -> None:
+    store = SessionStore(directory)
+    store.update("k", _put(_entry("s", 1, count=1)))
+    seen: list[Any] = []
 
-    def change(entries: Entries) -> int:
-        entries["k"] = _entry("s")
-        return 42
+    def bump(current: dict[str, Any] | None) -> dict[str, Any]:
+        seen.append(current)
+        assert current is not None
+        current["count"] += 1  # a private copy: mutating it changes nothing stored
+        return {**current}
 
-    assert store.update(change) == 42
-
-
-def test_update_without_change_does_not_rewrite(path: Path) -> None:
-    store = SessionStore(path)
-    store.update(_put("k", _entry("s", 1000)))
-    path.write_text(path.read_text())  # same bytes, known inode
-    inode = path.stat().st_ino
-    assert store.update(lambda entries: len(entries)) == 1
-    assert path.stat().st_ino == inode  # a rewrite would rename a new file over it
+    assert store.update("k", bump)["count"] == 2  # type: ignore[index]
+    assert seen == [{"sessionId": "s", "updatedAt": 1, "count": 2}]
+    assert store.update("missing", lambda current: current) is None
+    assert store.update("k", lambda current: None) is None
+    assert store.read() == {} and store.count() == 0
 
 
-def test_invalid_entry_is_skipped_by_entries_and_rejected_by_get(path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    path.parent.mkdir(parents=True)
-    path.write_text(json.dumps({"good": _entry("s1", 1), "bad": {"updatedAt": 1}}))
-    store = SessionStore(path)
+def test_an_unchanged_entry_is_not_written(directory: Path) -> None:
+    store = SessionStore(directory)
+    store.update("k", _put(_entry("s", 1000)))
+    wal = directory / "sessions.sqlite-wal"
+    size = wal.stat().st_size
+    assert store.update("k", lambda current: current) == {"sessionId": "s", "updatedAt": 1000}
+    assert wal.stat().st_size == size  # a write would append frames to the WAL
+
+
+def test_invalid_entry_is_skipped_by_entries_and_rejected_by_get(
+    directory: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    directory.mkdir(parents=True)
+    (directory / "sessions.json").write_text(json.dumps({"good": _entry("s1", 1), "bad": {"updatedAt": 1}}))
+    store = SessionStore(directory)
     with caplog.at_level(logging.WARNING, logger="homarus.sessions"):
         assert list(store.entries()) == ["good"]
     assert "skipping invalid session entry bad" in caplog.text
@@ -107,115 +120,87 @@ def test_invalid_entry_is_skipped_by_entries_and_rejected_by_get(path: Path, cap
 # -- corruption ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("content", "message"),
-    [
-        (b'{"k": {"sessionId": "s"', "is not valid JSON"),
-        (b"", "is not valid JSON"),
-        (b"[]", "is not an object of session entries"),
-        (b'{"k": 1}', "is not an object of session entries"),
-        (b'"text"', "is not an object of session entries"),
-    ],
-)
-def test_corrupt_store_is_refused_and_never_overwritten(path: Path, content: bytes, message: str) -> None:
-    path.parent.mkdir(parents=True)
-    path.write_bytes(content)
-    store = SessionStore(path)
-    with pytest.raises(StoreCorrupt, match=message):
+def test_a_file_that_is_not_a_database_is_refused_and_never_overwritten(directory: Path) -> None:
+    directory.mkdir(parents=True)
+    content = b"this is not SQLite" * 100
+    (directory / "sessions.sqlite").write_bytes(content)
+    store = SessionStore(directory)
+    with pytest.raises(StoreCorrupt, match="not a readable session database"):
         store.read()
-    with pytest.raises(StoreCorrupt, match=message):
-        store.entries()
     called = False
 
-    def change(entries: Entries) -> None:
+    def change(current: dict[str, Any] | None) -> dict[str, Any]:
         nonlocal called
         called = True
-        entries["k"] = _entry("s")
+        return _entry("s")
 
     with pytest.raises(StoreCorrupt):
-        store.update(change)
+        store.update("k", change)
     assert not called
-    assert path.read_bytes() == content
-    assert not (path.parent / "sessions.json.lock").exists()
+    assert (directory / "sessions.sqlite").read_bytes() == content
+
+
+def test_a_row_that_is_not_json_is_named(directory: Path) -> None:
+    store = SessionStore(directory)
+    store.update("k", _put(_entry("s")))
+    db = sqlite3.connect(directory / "sessions.sqlite")
+    db.execute("UPDATE sessions SET entry = 'not json' WHERE key = 'k'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreCorrupt, match="session entry 'k' is not a JSON object"):
+        SessionStore(directory).get("k")
 
 
 # -- failure atomicity --------------------------------------------------------------------------
 
 
-def test_exception_in_change_leaves_file_unchanged(path: Path) -> None:
-    store = SessionStore(path)
-    store.update(_put("k", _entry("s", 1000)))
-    before = path.read_bytes()
+def test_exception_in_change_leaves_the_store_unchanged(directory: Path) -> None:
+    store = SessionStore(directory)
+    store.update("k", _put(_entry("s", 1000)))
 
-    def change(entries: Entries) -> None:
-        entries["k"]["label"] = "half-done"
-        entries["other"] = _entry("t")
+    def change(current: dict[str, Any] | None) -> dict[str, Any]:
         raise ValueError("changed my mind")
 
     with pytest.raises(ValueError, match="changed my mind"):
-        store.update(change)
-    assert path.read_bytes() == before
-    # the lock was released: the next update goes through
-    store.update(_put("k2", _entry("s2", 2000)))
+        store.update("k", change)
+    assert _rows(directory) == {"k": {"sessionId": "s", "updatedAt": 1000}}
+    store.update("k2", _put(_entry("s2", 2000)))  # the transaction was closed: the next one goes through
     assert set(store.read()) == {"k", "k2"}
 
 
-def test_write_failure_keeps_old_file_and_propagates(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = SessionStore(path)
-    store.update(_put("k", _entry("s", 1000)))
-    before = path.read_bytes()
-
-    def no_space(*args: Any, **kwargs: Any) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(store_mod, "atomic_write", no_space)
-    with pytest.raises(OSError) as info:
-        store.update(_put("k2", _entry("s2")))
-    assert info.value.errno == errno.ENOSPC
-    assert path.read_bytes() == before
-    assert not (path.parent / "sessions.json.lock").exists()
-
-
-def test_os_write_failure_keeps_old_file_and_leaves_no_temp(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = SessionStore(path)
-    store.update(_put("k", _entry("s", 1000)))
-    before = path.read_bytes()
-    real_write = os.write
-
-    def half_then_fail(fd: int, data: Any) -> int:
-        # only the store's temp file (atomic_write's ".sessions.json.*.tmp"), not the lock file
-        if os.path.basename(os.readlink(f"/proc/self/fd/{fd}")).startswith(".sessions.json."):
-            real_write(fd, bytes(data[: len(data) // 2]))
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(fd, data)
-
-    monkeypatch.setattr(os, "write", half_then_fail)
-    with pytest.raises(OSError) as info:
-        store.update(_put("k2", _entry("s2", 2000, label="x" * 200)))
-    monkeypatch.undo()
-    assert info.value.errno == errno.ENOSPC
-    assert path.read_bytes() == before
-    assert sorted(p.name for p in path.parent.iterdir()) == ["sessions.json"]
+def test_a_full_disk_keeps_the_old_state_and_propagates(directory: Path) -> None:
+    store = SessionStore(directory)
+    store.update("k", _put(_entry("s", 1000)))
+    assert store._db is not None
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own "database or disk is full"
+    with pytest.raises(sqlite3.OperationalError, match="full"):
+        store.update("big", _put(_entry("s2", 2000, label="x" * 100_000)))
+    assert _rows(directory) == {"k": {"sessionId": "s", "updatedAt": 1000}}
+    assert store.count() == 1
+    store._db.execute("PRAGMA max_page_count = 1073741823")
+    store.update("k2", _put(_entry("s2", 2000)))
+    assert set(store.read()) == {"k", "k2"}
 
 
 # -- concurrency --------------------------------------------------------------------------------
 
 
-def test_concurrent_updates_from_two_store_objects_lose_nothing(path: Path) -> None:
-    stores = [SessionStore(path), SessionStore(path)]
-    stores[0].update(_put("counter", _entry("c", 0, count=0)))
+def test_concurrent_updates_from_two_store_objects_lose_nothing(directory: Path) -> None:
+    stores = [SessionStore(directory), SessionStore(directory)]
+    stores[0].update("counter", _put(_entry("c", 0, count=0)))
     errors: list[BaseException] = []
+
+    def bump(current: dict[str, Any] | None) -> dict[str, Any]:
+        assert current is not None
+        return {**current, "count": current["count"] + 1}
 
     def worker(n: int) -> None:
         store = stores[n % 2]
         try:
             for i in range(50):
-
-                def change(entries: Entries, i: int = i) -> None:
-                    entries[f"t{n}:{i}"] = _entry(f"s{n}-{i}", 1)
-                    entries["counter"]["count"] += 1
-
-                store.update(change)
+                store.update(f"t{n}:{i}", _put(_entry(f"s{n}-{i}", 1)))
+                store.update("counter", bump)
         except BaseException as exc:
             errors.append(exc)
 
@@ -223,60 +208,53 @@ def test_concurrent_updates_from_two_store_objects_lose_nothing(path: Path) -> N
     for t in threads:
         t.start()
     for t in threads:
-        t.join(30)
+        t.join(60)
     assert errors == []
-    data = SessionStore(path).read()
+    data = SessionStore(directory).read()
     assert data["counter"]["count"] == 400
     assert len(data) == 401
-    assert {f"t{n}:{i}" for n in range(8) for i in range(50)} <= set(data)
-
-
-def test_update_rereads_inside_the_lock(path: Path) -> None:
-    a, b = SessionStore(path), SessionStore(path)
-    a.update(_put("x", _entry("sx", 1)))
-    b.update(_put("y", _entry("sy", 2)))  # b must see a's write, not a stale copy
-    a.update(_put("z", _entry("sz", 3)))
-    assert sorted(a.read()) == ["x", "y", "z"]
+    assert stores[0].count() == 401
 
 
 # -- maintenance --------------------------------------------------------------------------------
 
 
-def _seed(path: Path, entries: dict[str, dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(entries))
+def _seed(directory: Path, entries: dict[str, dict[str, Any]]) -> None:
+    SessionStore(directory).add_missing(entries)
 
 
-def test_warn_mode_keeps_stale_and_excess_entries(path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_warn_mode_keeps_stale_and_excess_entries(directory: Path, caplog: pytest.LogCaptureFixture) -> None:
     old = _now_ms() - 40 * DAY_MS
-    _seed(path, {"agent:main:a": _entry("a", old), "agent:main:b": _entry("b", old), "agent:main:c": _entry("c")})
-    store = SessionStore(path, maintenance=Maintenance(mode="warn", prune_after_ms=30 * DAY_MS, max_entries=1))
+    _seed(directory, {"agent:main:a": _entry("a", old), "agent:main:b": _entry("b", old), "agent:main:c": _entry("c")})
+    store = SessionStore(directory, maintenance=Maintenance(mode="warn", prune_after_ms=30 * DAY_MS, max_entries=1))
     with caplog.at_level(logging.WARNING, logger="homarus.sessions"):
-        store.update(_put("agent:main:d", _entry("d")))
+        store.update("agent:main:d", _put(_entry("d")))
     assert sorted(store.read()) == ["agent:main:a", "agent:main:b", "agent:main:c", "agent:main:d"]
     assert "2 entries older than pruneAfter, 1 over maxEntries (mode warn: kept)" in caplog.text
 
 
-def test_enforce_prunes_stale_but_keeps_main(path: Path) -> None:
+def test_enforce_prunes_stale_but_keeps_main(directory: Path) -> None:
     now = _now_ms()
     _seed(
-        path,
+        directory,
         {
             "agent:main:main": _entry("m", now - 100 * DAY_MS),
             "agent:ops:main": _entry("o", now - 100 * DAY_MS),
             "agent:main:old": _entry("old", now - 31 * DAY_MS),
+            "agent:main:MAIN-ish:Main": _entry("x", now - 31 * DAY_MS),  # only ":main" exactly is kept
             "agent:main:recent": _entry("r", now - 29 * DAY_MS),
         },
     )
-    store = SessionStore(path, maintenance=Maintenance(mode="enforce", prune_after_ms=30 * DAY_MS, max_entries=500))
-    store.update(_put("agent:main:new", _entry("n")))
+    store = SessionStore(directory, maintenance=Maintenance(mode="enforce", prune_after_ms=30 * DAY_MS))
+    store.update("agent:main:new", _put(_entry("n")))
     assert sorted(store.read()) == ["agent:main:main", "agent:main:new", "agent:main:recent", "agent:ops:main"]
+    assert store.count() == 4
 
 
-def test_enforce_caps_max_entries_by_oldest_updated_at(path: Path) -> None:
+def test_enforce_caps_max_entries_by_oldest_updated_at(directory: Path) -> None:
     now = _now_ms()
     _seed(
-        path,
+        directory,
         {
             "agent:main:e1": _entry("1", now - 5000),
             "agent:main:main": _entry("m", now - 9000),  # oldest, but main is kept
@@ -285,33 +263,144 @@ def test_enforce_caps_max_entries_by_oldest_updated_at(path: Path) -> None:
             "agent:main:e4": _entry("4", now - 2000),
         },
     )
-    store = SessionStore(path, maintenance=Maintenance(mode="enforce", max_entries=3))
-    store.update(_put("agent:main:e5", _entry("5", now - 1000)))
+    store = SessionStore(directory, maintenance=Maintenance(mode="enforce", max_entries=3))
+    store.update("agent:main:e5", _put(_entry("5", now - 1000)))
     assert sorted(store.read()) == ["agent:main:e4", "agent:main:e5", "agent:main:main"]
 
 
-def test_enforce_never_prunes_main_sessions_even_over_the_cap(path: Path) -> None:
+def test_enforce_never_prunes_main_sessions_even_over_the_cap(directory: Path) -> None:
     now = _now_ms()
     _seed(
-        path,
+        directory,
         {
             "agent:main:main": _entry("m", now - 100 * DAY_MS),
             "agent:ops:main": _entry("o", now - 9000),
             "agent:main:x": _entry("x", now - 1000),
         },
     )
-    store = SessionStore(path, maintenance=Maintenance(mode="enforce", prune_after_ms=30 * DAY_MS, max_entries=1))
-    store.update(_put("agent:dev:main", _entry("d", now)))
+    store = SessionStore(directory, maintenance=Maintenance(mode="enforce", prune_after_ms=30 * DAY_MS, max_entries=1))
+    store.update("agent:dev:main", _put(_entry("d", now)))
     assert sorted(store.read()) == ["agent:dev:main", "agent:main:main", "agent:ops:main"]
 
 
-def test_enforce_within_limits_changes_nothing(path: Path) -> None:
-    store = SessionStore(path, maintenance=Maintenance(mode="enforce", max_entries=3))
+def test_enforce_within_limits_changes_nothing(directory: Path) -> None:
+    store = SessionStore(directory, maintenance=Maintenance(mode="enforce", max_entries=3))
     for i in range(3):
-        store.update(_put(f"agent:main:k{i}", _entry(str(i))))
+        store.update(f"agent:main:k{i}", _put(_entry(str(i))))
     assert sorted(store.read()) == ["agent:main:k0", "agent:main:k1", "agent:main:k2"]
 
 
 def test_default_maintenance_is_warn_30_days_500() -> None:
     m = Maintenance()
     assert (m.mode, m.prune_after_ms, m.max_entries) == ("warn", 30 * DAY_MS, 500)
+
+
+# -- the import of an older sessions.json ------------------------------------------------------
+
+
+def test_an_older_sessions_json_is_imported_once_and_renamed(directory: Path) -> None:
+    directory.mkdir(parents=True)
+    legacy = {"agent:main:main": _entry("m", 1000, label="home"), "agent:main:x": _entry("x", 2000, future=[1])}
+    (directory / "sessions.json").write_text(json.dumps(legacy))
+    store = SessionStore(directory)
+    assert store.read() == legacy
+    assert not (directory / "sessions.json").exists()
+    kept = list(directory.glob("sessions.json.imported.*"))
+    assert len(kept) == 1 and json.loads(kept[0].read_text()) == legacy  # nothing thrown away
+    store.update("agent:main:x", _put(_entry("x", 3000)))
+    assert SessionStore(directory).read()["agent:main:x"] == _entry("x", 3000)  # not imported again
+
+
+def test_a_sessions_json_written_again_later_only_brings_newer_entries(directory: Path) -> None:
+    """An older Homarus run after the import (a downgrade) wrote sessions.json again."""
+    store = SessionStore(directory)
+    store.update("agent:main:a", _put(_entry("a", 5000, label="db")))
+    store.update("agent:main:b", _put(_entry("b", 1000, label="db")))
+    store.close()
+    stale_a, newer_b, new_c = _entry("a", 4000, label="old"), _entry("b", 2000, label="json"), _entry("c", 10)
+    (directory / "sessions.json").write_text(
+        json.dumps({"agent:main:a": stale_a, "agent:main:b": newer_b, "agent:main:c": new_c})
+    )
+    data = SessionStore(directory).read()
+    assert (data["agent:main:a"]["label"], data["agent:main:b"]["label"], data["agent:main:c"]) == ("db", "json", new_c)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"k": {"sessionId": "s"', "is not valid JSON"),
+        (b"", "is not valid JSON"),
+        (b"[]", "is not an object of session entries"),
+        (b'{"k": 1}', "is not an object of session entries"),
+    ],
+)
+def test_a_broken_sessions_json_is_refused_and_kept_as_it_is(directory: Path, content: bytes, message: str) -> None:
+    directory.mkdir(parents=True)
+    (directory / "sessions.json").write_bytes(content)
+    store = SessionStore(directory)
+    with pytest.raises(StoreCorrupt, match=message):
+        store.read()
+    with pytest.raises(StoreCorrupt, match=message):
+        store.update("k", _put(_entry("s")))
+    assert (directory / "sessions.json").read_bytes() == content
+    assert not (directory / "sessions.sqlite").exists()
+
+
+def test_an_import_that_fails_half_way_leaves_the_json_and_no_rows(
+    directory: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory.mkdir(parents=True)
+    legacy = {f"agent:main:k{i}": _entry(str(i), i + 1) for i in range(10)}
+    (directory / "sessions.json").write_text(json.dumps(legacy))
+    real = json.dumps
+    calls = 0
+
+    import homarus.sessions.store as store_mod
+
+    def fail_on_the_sixth(entry: dict[str, Any]) -> bytes:
+        nonlocal calls
+        calls += 1
+        if calls == 6:
+            raise OSError("disk went away")
+        return real(entry, sort_keys=True).encode()
+
+    monkeypatch.setattr(store_mod, "_encode", fail_on_the_sixth)
+    with pytest.raises(OSError, match="disk went away"):
+        SessionStore(directory).read()
+    monkeypatch.undo()
+    assert (directory / "sessions.json").exists()
+    assert _rows(directory) == {}  # all or nothing
+    assert SessionStore(directory).read() == legacy
+
+
+# -- cost independent of size -------------------------------------------------------------------
+
+
+def _measure(store: SessionStore, keys: list[str]) -> tuple[float, float]:
+    """Median CPU seconds and mean WAL bytes of an update of an existing session."""
+    wal = store.path.with_name("sessions.sqlite-wal")
+    db = sqlite3.connect(store.path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the WAL starts empty: what follows is the updates'
+    db.close()
+    assert wal.stat().st_size == 0
+    cpu = []
+    for key in keys:
+        before_cpu = time.process_time()
+        store.update(key, _put({**_entry("x", label=key)}))
+        cpu.append(time.process_time() - before_cpu)
+    return statistics.median(cpu), wal.stat().st_size / len(keys)
+
+
+def test_an_update_costs_the_same_at_100_000_sessions(tmp_path: Path) -> None:
+    small, large = SessionStore(tmp_path / "small"), SessionStore(tmp_path / "large")
+    template = _entry("x", label="a session", deliveryContext={"channel": "telegram", "to": "12345"})
+    small.add_missing({f"agent:main:s{i}": {**template, "sessionId": f"s{i}"} for i in range(1_000)})
+    large.add_missing({f"agent:main:s{i}": {**template, "sessionId": f"s{i}"} for i in range(100_000)})
+    assert large.count() == 100_000
+    keys = [f"agent:main:s{i}" for i in range(0, 1_000, 10)]
+    cpu_small, wal_small = _measure(small, keys)
+    cpu_large, wal_large = _measure(large, [f"agent:main:s{i * 997}" for i in range(100)])
+    # the row's page and its index pages (a few B-tree levels), not the store (≈ 20 MB as JSON)
+    frame = 4096 + 24
+    assert wal_small <= 4 * frame and wal_large <= 12 * frame, (wal_small, wal_large)
+    assert cpu_large < max(3 * cpu_small, 0.002), (cpu_small, cpu_large)

@@ -23,6 +23,7 @@ from homarus.plugins import events as ev
 from homarus.plugins.runner import HookRegistration
 from homarus.providers.scripted import Fail, Reply, Responder, ScriptedProvider
 from homarus.sessions.manager import SessionManager
+from homarus.sessions.store import SessionStore
 from homarus.tools.base import Tool, ToolContext, ToolResult
 from homarus.tools.subagents import subagent_tools
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
@@ -85,9 +86,7 @@ async def _agent(c: Client, message: str, idem: str, session_key: str | None = N
 
 
 def _sessions(gw: RunningGateway) -> dict[str, Any]:
-    path = gw.paths.state_dir / "agents" / "main" / "sessions" / "sessions.json"
-    data: dict[str, Any] = json.loads(path.read_text())
-    return data
+    return SessionStore(gw.paths.state_dir / "agents" / "main" / "sessions").read()
 
 
 def _messages(gw: RunningGateway, key: str = "agent:main:main") -> list[dict[str, Any]]:

@@ -128,13 +128,15 @@ def _doctor_sessions(state_dir: Path, report: Report) -> None:
     """Every session store parses; transcripts have no damage beyond a crash's torn last line."""
     for sessions_dir in sorted(state_dir.glob("agents/*/sessions")):
         agent = sessions_dir.parent.name
-        store = SessionStore(sessions_dir / "sessions.json")
+        store = SessionStore(sessions_dir)
         try:
             entries = store.read()
         except HomarusError as exc:
             report("fail", f"agent {agent}: {exc}")
             continue
-        report("ok", f"agent {agent}: sessions.json holds {len(entries)} session(s)")
+        finally:
+            store.close()
+        report("ok", f"agent {agent}: the session index holds {len(entries)} session(s)")
         for key, entry in entries.items():
             sid = entry.get("sessionId")
             if isinstance(sid, str) and not (sessions_dir / f"{sid}.jsonl").exists():

@@ -53,8 +53,11 @@ def run_migrate(args: argparse.Namespace, paths: StatePaths) -> int:
 
     existing: set[str] = set()
     for rec in state.sessions:
-        store = SessionStore(sessions_dir(rec.agent_id) / "sessions.json")
-        existing |= {str(e.get("sessionId")) for e in store.read().values()}
+        store = SessionStore(sessions_dir(rec.agent_id))
+        try:
+            existing |= {str(e.get("sessionId")) for e in store.read().values()}
+        finally:
+            store.close()
     cron_path = cfg.cron.store_path(paths.state_dir)
     jobs: set[str] = set()
     if cron_path.is_file():

@@ -14,7 +14,7 @@ __all__ = ["SessionConfig", "SessionMaintenance"]
 
 
 class SessionMaintenance(ConfigModel):
-    """Keeps sessions.json bounded: ``warn`` only logs, ``enforce`` prunes (main sessions are kept)."""
+    """Keeps the session index bounded: ``warn`` only logs, ``enforce`` prunes (main sessions are kept)."""
 
     mode: Literal["warn", "enforce"] = "warn"
     prune_after: str = Field("30d", pattern=r"^\d+(ms|s|m|h|d)$")

@@ -250,12 +250,11 @@ def _write_sessions(out: MigrationPlan, sessions_dir: Callable[[str], Path]) -> 
             body = b"".join(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n" for line in lines)
             atomic_write(directory / f"{rec.session_id}.jsonl", body)
 
-        def change(entries: dict[str, dict[str, Any]], mine: list[Any] = mine) -> None:
-            for rec, _lines, entry in mine:
-                if rec.key not in entries:
-                    entries[rec.key] = entry
-
-        SessionStore(directory / "sessions.json").update(change)
+        store = SessionStore(directory)
+        try:
+            store.add_missing({rec.key: entry for rec, _lines, entry in mine})
+        finally:
+            store.close()
 
 
 def _write_cron(jobs: list[CronJob], path: Path) -> None:

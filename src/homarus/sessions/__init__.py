@@ -1,3 +1,3 @@
-"""Sessions: keys, the `sessions.json` store, JSONL transcripts, locking."""
+"""Sessions: keys, the SQLite session index, JSONL transcripts."""
 
 from __future__ import annotations

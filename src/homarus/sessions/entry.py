@@ -1,4 +1,4 @@
-"""The ``SessionEntry`` record of ``sessions.json`` and the patchable subset of it.
+"""A session's ``SessionEntry`` (the original's ``sessions.json`` record) and its patchable subset.
 
 Entries keep fields they do not know (``extra="allow"``): a store written by a newer Homarus, or
 imported from the original, survives a round trip. Patches are closed: an unknown field is an

@@ -2,7 +2,7 @@
 
 Layout under the state dir (all files 0600, directories 0700)::
 
-    agents/<agentId>/sessions/sessions.json           key -> SessionEntry
+    agents/<agentId>/sessions/sessions.sqlite         key -> SessionEntry (sessions/store.py)
     agents/<agentId>/sessions/<sessionId>.jsonl       transcript
     agents/<agentId>/sessions/<sessionId>.jsonl.reset.<ms>    after sessions.reset
     agents/<agentId>/sessions/<sessionId>.jsonl.deleted.<ms>  after sessions.delete
@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from homarus.errors import InvalidRequest, NotFound
 from homarus.sessions.entry import SessionEntry
 from homarus.sessions.keys import SessionKey, parse_session_key
-from homarus.sessions.store import Entries, Maintenance, SessionStore
+from homarus.sessions.store import Maintenance, SessionStore
 from homarus.sessions.transcript import Transcript
 
 __all__ = ["SessionManager", "SessionRef", "now_ms"]
@@ -73,7 +73,7 @@ class SessionManager:
     def store(self, agent_id: str) -> SessionStore:
         store = self._stores.get(agent_id)
         if store is None:
-            store = SessionStore(self.sessions_dir(agent_id) / "sessions.json", maintenance=self.maintenance)
+            store = SessionStore(self.sessions_dir(agent_id), maintenance=self.maintenance)
             self._stores[agent_id] = store
         return store
 
@@ -136,15 +136,13 @@ class SessionManager:
         store = self._store_for(key)
         created = False
 
-        def change(entries: Entries) -> dict[str, Any]:
+        def change(existing: dict[str, Any] | None) -> dict[str, Any]:
             nonlocal created
-            existing = entries.get(key.canonical)
             if existing is not None:
                 if update:
                     merged = {k: v for k, v in {**existing, **update}.items() if v is not None}
                     merged["updatedAt"] = max(now_ms(), int(existing.get("updatedAt", 0)))
                     _check_entry(merged)
-                    entries[key.canonical] = merged
                     return merged
                 return existing
             created = True
@@ -160,11 +158,9 @@ class SessionManager:
                 entry["label"] = label
             entry.update({k: v for k, v in {**fields, **(update or {})}.items() if v is not None})
             _check_entry(entry)
-            entries[key.canonical] = entry
             return entry
 
-        raw = store.update(change)
-        entry = SessionEntry.model_validate(raw)
+        entry = SessionEntry.model_validate(store.update(key.canonical, change))
         transcript = self.transcript(key.agent_id, entry.session_id)
         if not transcript.exists():
             transcript.create(entry.session_id, cwd=self.workspace)
@@ -179,8 +175,7 @@ class SessionManager:
             self.ensure(key)
         store = self._store_for(key)
 
-        def change(entries: Entries) -> dict[str, Any]:
-            current = entries.get(key.canonical)
+        def change(current: dict[str, Any] | None) -> dict[str, Any]:
             if current is None:
                 raise NotFound(f"session not found: {key}")
             merged = dict(current)
@@ -192,19 +187,17 @@ class SessionManager:
             if touch:
                 merged["updatedAt"] = max(now_ms(), int(current.get("updatedAt", 0)))
             _check_entry(merged)  # never store an entry we could not read back
-            entries[key.canonical] = merged
             return merged
 
-        return SessionRef(key, SessionEntry.model_validate(store.update(change)))
+        return SessionRef(key, SessionEntry.model_validate(store.update(key.canonical, change)))
 
     def reset(self, key: SessionKey) -> tuple[SessionRef, str | None]:
         """New sessionId for ``key``; the old transcript is archived. Returns (ref, archived path)."""
         store = self._store_for(key)
         old_id: str | None = None
 
-        def change(entries: Entries) -> dict[str, Any]:
+        def change(current: dict[str, Any] | None) -> dict[str, Any]:
             nonlocal old_id
-            current = entries.get(key.canonical)
             if current is None:
                 raise NotFound(f"session not found: {key}")
             old_id = current["sessionId"]
@@ -212,10 +205,9 @@ class SessionManager:
             session_id = str(uuid.uuid4())
             fresh = {k: v for k, v in current.items() if k in _KEPT_ON_RESET}
             fresh.update(sessionId=session_id, sessionFile=f"{session_id}.jsonl", createdAt=ts, updatedAt=ts)
-            entries[key.canonical] = fresh
             return fresh
 
-        entry = SessionEntry.model_validate(store.update(change))
+        entry = SessionEntry.model_validate(store.update(key.canonical, change))
         archived = self._archive(key.agent_id, old_id, "reset") if old_id else None
         self.transcript(key.agent_id, entry.session_id).create(entry.session_id, cwd=self.workspace)
         return SessionRef(key, entry), archived
@@ -226,11 +218,11 @@ class SessionManager:
         store = self._store_for(key)
         removed: dict[str, Any] | None = None
 
-        def change(entries: Entries) -> None:
+        def change(current: dict[str, Any] | None) -> None:
             nonlocal removed
-            removed = entries.pop(key.canonical, None)
+            removed = current
 
-        store.update(change)
+        store.update(key.canonical, change)
         if removed is None:
             return False, []
         archived: list[str] = []

@@ -1,37 +1,90 @@
-"""``sessions.json``: key → SessionEntry, rewritten only whole, under the cross-process lock.
+"""One agent's session index: ``sessions.sqlite``, session key → entry, one row per session.
 
-Every update: take the path's lock, re-read the file inside it, apply the change, write a temp
-file, fsync, rename. Readers never see a partial file; concurrent writers (threads or processes)
-never lose each other's updates.
+Why SQLite and not the original's ``sessions.json``: a whole-file store is rewritten (read, parse,
+serialize, fsync, rename) on every update, so a turn costs more the more sessions exist, and every
+writer waits on one file lock (the original's users report that lock held for minutes). Here an
+update reads and writes one row: its cost does not grow with the number of sessions.
+
+Guarantees, the same as the file store's: an update is a read-modify-write of one key inside
+``BEGIN IMMEDIATE`` (writers in threads and processes never lose each other's changes); it is
+durable when :meth:`update` returns (WAL, ``synchronous=FULL``: the WAL is fsynced at commit, so a
+``kill -9`` or a power cut after the return loses nothing); a failing change or a failing write
+leaves the stored state as it was. A row count kept by triggers makes ``maxEntries`` maintenance
+O(1) per write; stale rows are found through the ``updated_at`` index.
+
+An existing ``sessions.json`` (an older Homarus) is imported the first time the store is opened,
+in one transaction (a newer row in the database wins), then renamed ``sessions.json.imported.<ms>``
+so the import never runs twice; a crash between the two only makes the import run again, which
+changes nothing. Transcripts stay append-only JSONL files next to it: an append is O(1) already,
+the original's tools and ``homarus migrate`` read them as files, and a session's history is read
+whole, in order, which a file does best.
+
+Methods block (SQLite, fsync): call them from a worker thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+import sqlite3
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import orjson
 from pydantic import ValidationError
 
 from homarus.errors import RuntimeFailure
-from homarus.fs import atomic_write, ensure_private_dir
-from homarus.locking import file_lock
+from homarus.fs import open_durable_sqlite
 from homarus.sessions.entry import SessionEntry
 
-__all__ = ["Maintenance", "SessionStore", "StoreCorrupt"]
+__all__ = ["DB_NAME", "LEGACY_NAME", "Entries", "Maintenance", "SessionStore", "StoreCorrupt"]
 
 log = logging.getLogger("homarus.sessions")
-T = TypeVar("T")
 
+DB_NAME = "sessions.sqlite"
+LEGACY_NAME = "sessions.json"
 Entries = dict[str, dict[str, Any]]
+Change = Callable[[dict[str, Any] | None], dict[str, Any] | None]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS sessions (
+    key TEXT NOT NULL UNIQUE,
+    updated_at INTEGER,
+    entry BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_updated_at ON sessions(updated_at);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta VALUES ('count', 0);
+CREATE TRIGGER IF NOT EXISTS sessions_counted_in AFTER INSERT ON sessions
+    BEGIN UPDATE meta SET value = value + 1 WHERE name = 'count'; END;
+CREATE TRIGGER IF NOT EXISTS sessions_counted_out AFTER DELETE ON sessions
+    BEGIN UPDATE meta SET value = value - 1 WHERE name = 'count'; END;
+PRAGMA user_version = 1;
+"""
+_UPSERT = (
+    "INSERT INTO sessions (key, updated_at, entry) VALUES (?, ?, ?) "
+    "ON CONFLICT(key) DO UPDATE SET updated_at = excluded.updated_at, entry = excluded.entry"
+)
+# main sessions are never pruned (substr, not LIKE: LIKE ignores case); stale rows are found
+# through the updated_at index, so these cost what they find, not the size of the store
+_ANY_STALE = "SELECT 1 FROM sessions WHERE updated_at < ? AND substr(key, -5) != ':main' LIMIT 1"
+_COUNT_STALE = "SELECT count(*) FROM sessions WHERE updated_at < ? AND substr(key, -5) != ':main'"
+_PRUNE_STALE = "DELETE FROM sessions WHERE updated_at < ? AND substr(key, -5) != ':main'"
+_PRUNE_OLDEST = (
+    "DELETE FROM sessions WHERE rowid IN (SELECT rowid FROM sessions WHERE substr(key, -5) != ':main' "
+    "ORDER BY updated_at LIMIT ?)"
+)
+_COUNT = "SELECT value FROM meta WHERE name = 'count'"
 
 
 class StoreCorrupt(RuntimeFailure):
-    """sessions.json exists but is not a valid store; nothing is written over it."""
+    """The session index exists but cannot be read; nothing is written over it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,30 +95,31 @@ class Maintenance:
 
 
 class SessionStore:
-    """One agent's ``sessions.json``. Methods block (file I/O): call them from a worker thread."""
+    """The session index of one agent's sessions directory (``<dir>/sessions.sqlite``)."""
 
-    def __init__(self, path: Path, *, maintenance: Maintenance | None = None, lock_timeout: float = 10.0) -> None:
-        self.path = path
+    def __init__(self, directory: Path, *, maintenance: Maintenance | None = None) -> None:
+        self.directory = directory
+        self.path = directory / DB_NAME
+        self.legacy_path = directory / LEGACY_NAME
         self.maintenance = maintenance or Maintenance()
-        self.lock_timeout = lock_timeout
+        self._db: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
         self._warned_at = -1e9
 
+    # -- reads --------------------------------------------------------------------------------------
     def read(self) -> Entries:
-        """Current entries (raw JSON objects); missing file = empty store."""
-        try:
-            raw = self.path.read_bytes()
-        except FileNotFoundError:
-            return {}
-        try:
-            data = orjson.loads(raw)
-        except ValueError as exc:
-            raise StoreCorrupt(f"{self.path} is not valid JSON ({exc}); fix or move it away") from None
-        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-            raise StoreCorrupt(f"{self.path} is not an object of session entries")
-        return data
+        """Every entry as its raw JSON object (O(sessions): listings, exports, doctor)."""
+        with self._connection(create=False) as db:
+            if db is None:
+                return {}
+            return {key: _decode(key, raw) for key, raw in self._query(db, "SELECT key, entry FROM sessions")}
+
+    def get_raw(self, key: str) -> dict[str, Any] | None:
+        with self._connection(create=False) as db:
+            return None if db is None else self._row(db, key)
 
     def get(self, key: str) -> SessionEntry | None:
-        raw = self.read().get(key)
+        raw = self.get_raw(key)
         return _entry(key, raw) if raw is not None else None
 
     def entries(self) -> dict[str, SessionEntry]:
@@ -77,47 +131,174 @@ class SessionStore:
                 log.warning("skipping invalid session entry %s in %s", key, self.path)
         return out
 
-    def update(self, change: Callable[[Entries], T]) -> T:
-        """Apply ``change`` to the entries under the lock and persist them if they changed."""
-        ensure_private_dir(self.path.parent)
-        with file_lock(self.path, timeout=self.lock_timeout):
-            entries = self.read()
-            # orjson: with a hundred sessions the store is tens of kB, serialized three times per
-            # update (two to see whether it changed), on the path of every agent turn
-            before = orjson.dumps(entries, option=orjson.OPT_SORT_KEYS)
-            result = change(entries)
-            self._maintain(entries)
-            if orjson.dumps(entries, option=orjson.OPT_SORT_KEYS) != before:
-                atomic_write(self.path, orjson.dumps(entries, option=orjson.OPT_INDENT_2) + b"\n", mode=0o600)
-            return result
+    def count(self) -> int:
+        with self._connection(create=False) as db:
+            return 0 if db is None else int(self._query(db, _COUNT)[0][0])
 
-    def _maintain(self, entries: Entries) -> None:
+    # -- writes -------------------------------------------------------------------------------------
+    def update(self, key: str, change: Change) -> dict[str, Any] | None:
+        """Replace the entry of ``key`` with ``change(current)`` (None: remove it), durably.
+
+        ``change`` gets a private copy of the stored entry (None when there is none) and runs inside
+        the write transaction; if it raises, nothing is written. Returns what is stored afterwards.
+        """
+        with self._connection(create=True) as db:
+            assert db is not None
+            with _transaction(db, self.path):
+                current = self._row(db, key)
+                before = _encode(current) if current is not None else None
+                after = change(None if current is None else orjson.loads(before or b"{}"))
+                encoded = _encode(after) if after is not None else None
+                if encoded == before:
+                    return after
+                if after is None:
+                    db.execute("DELETE FROM sessions WHERE key = ?", (key,))
+                else:
+                    db.execute(_UPSERT, (key, _updated_at(after), encoded))
+                self._maintain(db)
+            return after
+
+    def add_missing(self, entries: Entries) -> list[str]:
+        """Insert the entries whose key is not stored yet (one transaction); returns the keys added."""
+        with self._connection(create=True) as db:
+            assert db is not None
+            added = []
+            with _transaction(db, self.path):
+                for key, value in entries.items():
+                    cur = db.execute(
+                        "INSERT INTO sessions (key, updated_at, entry) VALUES (?, ?, ?) ON CONFLICT(key) DO NOTHING",
+                        (key, _updated_at(value), _encode(value)),
+                    )
+                    if cur.rowcount:
+                        added.append(key)
+                self._maintain(db)
+            return added
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    # -- the connection -----------------------------------------------------------------------------
+    @contextmanager
+    def _connection(self, *, create: bool) -> Iterator[sqlite3.Connection | None]:
+        """The store's connection under its lock (one statement at a time per connection); None
+        when nothing is stored yet and ``create`` is False (reading creates nothing)."""
+        with self._lock:
+            if self._db is None and (create or self.path.exists() or self.legacy_path.exists()):
+                self._db = self._open()
+            yield self._db
+
+    def _open(self) -> sqlite3.Connection:
+        legacy = _read_legacy(self.legacy_path)  # a broken legacy store stops here, before any write
+        db: sqlite3.Connection | None = None
+        try:
+            db = open_durable_sqlite(self.path)
+            db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            if db is not None:
+                db.close()
+            raise StoreCorrupt(f"{self.path} is not a readable session database ({exc}); fix or move it away") from None
+        if legacy is not None:
+            try:
+                self._import(db, legacy)
+            except BaseException:
+                db.close()
+                raise
+        return db
+
+    def _import(self, db: sqlite3.Connection, legacy: Entries) -> None:
+        with _transaction(db, self.path):
+            for key, value in legacy.items():
+                db.execute(
+                    _UPSERT + " WHERE sessions.updated_at IS NULL OR excluded.updated_at > sessions.updated_at",
+                    (key, _updated_at(value), _encode(value)),
+                )
+        target = self.legacy_path.with_name(f"{LEGACY_NAME}.imported.{int(time.time() * 1000)}")
+        with contextlib.suppress(FileNotFoundError):  # another process imported it at the same time
+            os.replace(self.legacy_path, target)
+        log.info("session store %s: imported %d session(s) from %s", self.path, len(legacy), target.name)
+
+    def _row(self, db: sqlite3.Connection, key: str) -> dict[str, Any] | None:
+        rows = self._query(db, "SELECT entry FROM sessions WHERE key = ?", (key,))
+        return _decode(key, rows[0][0]) if rows else None
+
+    def _query(self, db: sqlite3.Connection, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
+        try:
+            return db.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise StoreCorrupt(f"{self.path} cannot be read ({exc}); fix or move it away") from None
+
+    # -- maintenance --------------------------------------------------------------------------------
+    def _maintain(self, db: sqlite3.Connection) -> None:
+        """Keep the store inside pruneAfter/maxEntries; O(1) unless there is something to prune."""
         m = self.maintenance
-        now = int(time.time() * 1000)
-        stale = [k for k, v in entries.items() if now - _updated_at(v, now) > m.prune_after_ms]
-        excess = max(0, len(entries) - len(stale) - m.max_entries)
-        if not stale and excess == 0:
-            return
+        cutoff = int(time.time() * 1000) - m.prune_after_ms
+        count = int(db.execute(_COUNT).fetchone()[0])
         if m.mode == "warn":
             if time.monotonic() - self._warned_at < 600:
                 return  # said recently; a store over its bounds is not news on every write
+            if count <= m.max_entries and db.execute(_ANY_STALE, (cutoff,)).fetchone() is None:
+                return
+            stale = int(db.execute(_COUNT_STALE, (cutoff,)).fetchone()[0])
+            excess = max(0, count - stale - m.max_entries)
+            if not stale and not excess:
+                return
             self._warned_at = time.monotonic()
             log.warning(
                 "session store %s: %d entries older than pruneAfter, %d over maxEntries (mode warn: kept)",
                 self.path,
-                len(stale),
+                stale,
                 excess,
             )
             return
-        for key in stale:
-            if not key.endswith(":main"):
-                entries.pop(key, None)
-        if len(entries) > m.max_entries:
-            # main sessions are never pruned, so the excess comes out of the others, oldest first
-            prunable = [k for k in entries if not k.endswith(":main")]
-            oldest = sorted(prunable, key=lambda k: _updated_at(entries[k], 0))
-            for key in oldest[: len(entries) - m.max_entries]:
-                entries.pop(key, None)
+        db.execute(_PRUNE_STALE, (cutoff,))
+        count = int(db.execute(_COUNT).fetchone()[0])
+        if count > m.max_entries:
+            db.execute(_PRUNE_OLDEST, (count - m.max_entries,))
+
+
+@contextmanager
+def _transaction(db: sqlite3.Connection, path: Path) -> Iterator[None]:
+    try:
+        db.execute("BEGIN IMMEDIATE")
+    except sqlite3.DatabaseError as exc:
+        raise StoreCorrupt(f"{path} cannot be written ({exc})") from None
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def _read_legacy(path: Path) -> Entries | None:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    try:
+        data = orjson.loads(raw)
+    except ValueError as exc:
+        raise StoreCorrupt(f"{path} is not valid JSON ({exc}); fix or move it away") from None
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise StoreCorrupt(f"{path} is not an object of session entries")
+    return data
+
+
+def _encode(entry: dict[str, Any]) -> bytes:
+    return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
+
+
+def _decode(key: str, raw: bytes | str) -> dict[str, Any]:
+    try:
+        value = orjson.loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise StoreCorrupt(f"session entry {key!r} is not a JSON object")
+    return value
 
 
 def _entry(key: str, raw: dict[str, Any]) -> SessionEntry:
@@ -127,6 +308,6 @@ def _entry(key: str, raw: dict[str, Any]) -> SessionEntry:
         raise StoreCorrupt(f"session entry {key!r} is invalid: {exc.errors()[0]['msg']}") from None
 
 
-def _updated_at(entry: dict[str, Any], default: int) -> int:
+def _updated_at(entry: dict[str, Any]) -> int | None:
     value = entry.get("updatedAt")
-    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

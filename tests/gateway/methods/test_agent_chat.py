@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from homarus.providers.scripted import Fail, Gate, Reply, ScriptedProvider
+from homarus.sessions.store import SessionStore
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.wsclient import Client, open_client
 
@@ -33,7 +34,7 @@ def _script(gw: RunningGateway, *steps: Any) -> ScriptedProvider:
 
 def _transcript(gw: RunningGateway, key: str = "agent:main:main") -> list[dict[str, Any]]:
     sessions = gw.paths.state_dir / "agents" / "main" / "sessions"
-    entry = json.loads((sessions / "sessions.json").read_text())[key]
+    entry = SessionStore(sessions).read()[key]
     return [json.loads(line) for line in (sessions / f"{entry['sessionId']}.jsonl").read_text().splitlines()]
 
 

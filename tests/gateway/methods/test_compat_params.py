@@ -3,10 +3,10 @@ is accepted and changes nothing (nothing stored), an unsupported one is refused 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from homarus.sessions.store import SessionStore
 from tests.conftest import RunningGateway
 from tests.gateway.methods.test_sessions import _client
 
@@ -70,7 +70,7 @@ async def test_unsupported_is_refused_unless_harmless_and_inert_is_not_stored(gw
     await _refused(c, "sessions.patch", {"key": "s", "sandboxMode": "off"}, "sandboxMode")
     await _refused(c, "sessions.patch", {"key": "s", "permissionMode": "full"}, "permissionMode")
     await _ok(c, "sessions.patch", {"key": "s", "statusNote": "busy", "attention": "flag", "label": "Kept"})
-    entry = json.loads((gw.paths.state_dir / "agents/main/sessions/sessions.json").read_text())["agent:main:s"]
+    entry = SessionStore(gw.paths.state_dir / "agents/main/sessions").read()["agent:main:s"]
     assert entry["label"] == "Kept" and "statusNote" not in entry and "attention" not in entry
     assert not any(k.startswith("compat") for k in entry)
     await _refused(c, "sessions.patch", {"key": "s", "notAField": 1}, "notAField")  # still closed

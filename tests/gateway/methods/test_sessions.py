@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from homarus.sessions.store import SessionStore
+from homarus.sessions.transcript import Transcript
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.wsclient import Client, open_client
 
@@ -23,7 +25,7 @@ async def test_create_list_get_preview(gw: RunningGateway) -> None:
     assert p["key"] == "agent:main:work" and p["created"] is True and p["runStarted"] is False
     sid = p["sessionId"]
     store = gw.paths.state_dir / "agents" / "main" / "sessions"
-    assert json.loads((store / "sessions.json").read_text())["agent:main:work"]["label"] == "Work"
+    assert SessionStore(store).read()["agent:main:work"]["label"] == "Work"
     header = json.loads((store / f"{sid}.jsonl").read_text().splitlines()[0])
     assert header == {**header, "type": "session", "version": 3, "id": sid}
     assert (store / f"{sid}.jsonl").stat().st_mode & 0o777 == 0o600
@@ -126,3 +128,33 @@ async def test_unknown_agents_and_resolve(tmp_path: Path) -> None:
         assert (await c.request("sessions.resolve", {"label": "dash"}))["payload"]["key"] == made["payload"]["key"]
         assert (await c.request("sessions.list", {"agentId": "ops"}))["payload"]["count"] == 1
         assert (await c.request("sessions.list", {"agentId": "zzz"}))["error"]["message"] == 'unknown agent id "zzz"'
+
+
+async def test_a_state_dir_with_an_older_sessions_json_is_served_after_its_import(tmp_path: Path) -> None:
+    """An older Homarus kept the index in sessions.json: the gateway imports it on first use and
+    every session, with its history, is there; the file is kept aside, renamed."""
+    sessions = tmp_path / "state" / "agents" / "main" / "sessions"
+    sessions.mkdir(parents=True, mode=0o700)
+    legacy = {}
+    for n, key in enumerate(["agent:main:main", "agent:main:telegram:direct:42"]):
+        sid = f"0000000{n}-aaaa-bbbb-cccc-dddddddddddd"
+        legacy[key] = {"sessionId": sid, "updatedAt": 1_700_000_000_000 + n, "label": f"old {n}"}
+        transcript = Transcript(sessions / f"{sid}.jsonl")
+        transcript.create(sid)
+        transcript.append({"type": "message", "message": {"role": "user", "content": f"hello {n}"}})
+    (sessions / "sessions.json").write_text(json.dumps(legacy))
+    with run_gateway(tmp_path) as gw:
+        c = await _client(gw)
+        listed = (await c.request("sessions.list", {}))["payload"]
+        assert {row["key"]: row["label"] for row in listed["sessions"]} == {
+            "agent:main:main": "old 0",
+            "agent:main:telegram:direct:42": "old 1",
+        }
+        history = (await c.request("chat.history", {"sessionKey": "agent:main:telegram:direct:42"}))["payload"]
+        assert [m["content"] for m in history["messages"]] == ["hello 1"]
+        assert (await c.request("sessions.patch", {"key": "main", "label": "renamed"}))["ok"]
+    assert not (sessions / "sessions.json").exists()
+    assert len(list(sessions.glob("sessions.json.imported.*"))) == 1
+    stored = SessionStore(sessions).read()
+    assert stored["agent:main:main"]["label"] == "renamed"
+    assert stored["agent:main:telegram:direct:42"] == legacy["agent:main:telegram:direct:42"]

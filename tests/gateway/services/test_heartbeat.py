@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +9,7 @@ import pytest
 
 from homarus.gateway.services.heartbeat import ACK_WORD, heartbeat_file_empty, strip_token
 from homarus.providers.scripted import Reply, ScriptedProvider
+from homarus.sessions.store import SessionStore
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.wsclient import Client, open_client
 
@@ -54,7 +54,7 @@ async def _client(gw: RunningGateway) -> Client:
 
 
 def _updated_at(gw: RunningGateway) -> int:
-    store = json.loads((gw.paths.state_dir / "agents" / "main" / "sessions" / "sessions.json").read_text())
+    store = SessionStore(gw.paths.state_dir / "agents" / "main" / "sessions").read()
     return int(store[MAIN]["updatedAt"])
 
 

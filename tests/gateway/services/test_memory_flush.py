@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from pathlib import Path
 from typing import Any
 
 from homarus.messages import Context, ToolResultMessage, UserMessage
 from homarus.providers.scripted import Reply, Responder, ScriptedProvider
+from homarus.sessions.store import SessionStore
 from tests.conftest import TEST_TOKEN, run_gateway
 from tests.wsclient import open_client
 
@@ -66,7 +66,7 @@ async def test_flush_writes_notes_once_then_compaction_follows(tmp_path: Path) -
             while flush_prompts and not note.exists() and time.monotonic() < deadline:
                 await asyncio.sleep(0.05)  # the queued flush turn is still running
             await asyncio.sleep(0.2)
-            entry = json.loads((sessions / "sessions.json").read_text())["agent:main:main"]
+            entry = SessionStore(sessions).read()["agent:main:main"]
             if entry.get("compactionCount"):
                 break
         kinds = [

@@ -16,7 +16,7 @@ def build_health(gateway: GatewayContext) -> dict[str, Any]:
     cfg = gateway.config
     agents = []
     for agent_id in cfg.agents.ids:
-        sessions_path = gateway.paths.state_dir / "agents" / agent_id / "sessions" / "sessions.json"
+        sessions_path = gateway.paths.state_dir / "agents" / agent_id / "sessions" / "sessions.sqlite"
         agents.append(
             {
                 "agentId": agent_id,
