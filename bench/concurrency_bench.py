@@ -17,9 +17,12 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import signal
+import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -165,12 +168,29 @@ async def _round(url: str, clients: int, sessions: int, gw: Any, targeted: bool,
     }
 
 
+@contextlib.contextmanager
+def _sampled(gw: Any, out: str | None) -> Iterator[None]:
+    """py-spy on the gateway for the round (``--py-spy``): where its CPU goes, as collapsed stacks."""
+    if out is None:
+        yield
+        return
+    cmd = ["py-spy", "record", "--pid", str(gw.proc.pid), "--format", "raw", "--rate", "200", "--gil", "-o", out]
+    spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(30)
+        progress("py-spy samples in %s", out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", default="100,200,500", help="comma-separated client counts")
     parser.add_argument("--sessions", type=int, default=100)
     modes = "broadcast (today's clients), targeted (caps targeted-events), targeted+5 (and 5 watchers)"
     parser.add_argument("--modes", default="broadcast,targeted,targeted+5", help=modes)
+    parser.add_argument("--py-spy", metavar="PREFIX", help="sample the gateway with py-spy (if installed) per round")
     args = parser.parse_args()
     facts = machine_facts()
     rows = []
@@ -179,7 +199,8 @@ def main() -> None:
             with running_gateway(None) as gw:  # a fresh gateway per round: one round's backlog is not the next's
                 progress("%s, %d clients …", mode, n)
                 targeted, watchers = mode.startswith("targeted"), 5 if mode.endswith("+5") else 0
-                r = asyncio.run(_round(gw.url, n, args.sessions, gw, targeted, watchers))
+                with _sampled(gw, f"{args.py_spy}-{mode}-{n}.txt" if args.py_spy else None):
+                    r = asyncio.run(_round(gw.url, n, args.sessions, gw, targeted, watchers))
                 progress("  %s", r)
                 rows.append(r)
     header = ["mode", "clients", "answered", "dropped", "failed/timeout", "wall s", "runs/s", "p50 s", "p95 s", "p99 s",

@@ -131,6 +131,19 @@ def test_symlinks_must_stay_inside(tmp_path: Path) -> None:
     assert all("outside secret" not in f.content for f in files.values())
 
 
+def test_a_cached_file_is_read_again_once_it_changes_and_a_link_swapped_in_is_checked(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "AGENTS.md").write_text("version one", encoding="utf-8")
+    assert by_name(load_bootstrap_files(ws))["AGENTS.md"].content == "version one"
+    (ws / "AGENTS.md").write_text("version two", encoding="utf-8")  # same size: the cache must still see it
+    assert by_name(load_bootstrap_files(ws))["AGENTS.md"].content == "version two"
+    (tmp_path / "secret.txt").write_text("outside secret", encoding="utf-8")
+    (ws / "AGENTS.md").unlink()
+    (ws / "AGENTS.md").symlink_to(tmp_path / "secret.txt")  # what was a cached file is now a link out
+    assert by_name(load_bootstrap_files(ws))["AGENTS.md"].missing
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
 def test_non_regular_files_are_skipped(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / "AGENTS.md")

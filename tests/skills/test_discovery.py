@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from homarus.skills.catalog import PluginSkillDir, load_view
@@ -140,3 +141,29 @@ def test_edits_are_picked_up_on_the_next_load(tmp_path: Path) -> None:
     (d / "SKILL.md").write_text("---\nname: note\ndescription: Second version, longer.\n---\nbody\n")
     state = load_view(config(), workspace=tmp_path / "ws", state_dir=tmp_path / "s", env={}).get("note")
     assert state is not None and state.skill.description == "Second version, longer."
+
+
+def test_a_cached_source_sees_new_removed_and_relinked_skills(tmp_path: Path) -> None:
+    """A source's scan is reused while it is unchanged; every change below is seen at once."""
+    ws = tmp_path / "ws"
+    skills = ws / "skills"
+    write_skill(skills, "one")
+
+    def names() -> set[str]:
+        view = load_view(config(), workspace=ws, state_dir=tmp_path / "s", env={})
+        return {s.skill.name for s in view.states if s.skill.source == "workspace"}
+
+    assert names() == {"one"}
+    assert names() == {"one"}  # from the cache
+    write_skill(skills, "two")
+    assert names() == {"one", "two"}
+    (skills / "two" / "SKILL.md").unlink()
+    assert names() == {"one"}
+    write_skill(tmp_path / "elsewhere", "sneaky")
+    shutil.rmtree(skills / "one")
+    os.symlink(tmp_path / "elsewhere" / "sneaky", skills / "one")  # a cached dir swapped for a link out
+    assert names() == set()
+    os.unlink(skills / "one")
+    shutil.rmtree(skills)
+    os.symlink(tmp_path / "elsewhere", skills)  # the cached source itself becomes a link out
+    assert names() == set()

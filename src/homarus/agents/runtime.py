@@ -31,7 +31,7 @@ from homarus.agents.runs import ActiveRun, RunOutcome, RunRegistry
 from homarus.agents.stream import EventTranslator
 from homarus.audit.trail import AuditSink, RunAudit
 from homarus.config.schema import HomarusConfig
-from homarus.errors import HomarusError, Unavailable
+from homarus.errors import HomarusError, RuntimeFailure, Unavailable
 from homarus.messages import AssistantMessage, Message, TextContent, UserMessage
 from homarus.plugins import events as ev
 from homarus.plugins.runner import HookRunner
@@ -43,6 +43,7 @@ from homarus.sessions.transcript import Transcript
 from homarus.tools.base import ToolContext, ToolRegistry, tool_schema_tool
 
 if TYPE_CHECKING:
+    from homarus.skills.prompt import SkillsPrompt
     from homarus.tools.sandbox_sessions import SandboxView
 
 __all__ = ["AgentRuntime", "QueueMode", "RunRequest"]
@@ -103,7 +104,9 @@ class AgentRuntime:
         #: whose messages it takes in (merged into its prompt, or steered into it), before anything
         #: of them happens: the run journal records them as started, so a crash before this point
         #: leaves them queued, never half-run
-        self.on_run_start: Callable[[str, list[str]], Awaitable[None]] | None = None
+        #: records that a run began (blocking: called in the run's first trip to a worker thread,
+        #: before anything else of the run happens; if it raises, the run fails without starting)
+        self.on_run_start: Callable[[str, list[str]], None] | None = None
         self.runs = RunRegistry()
         self._collect: dict[str, tuple[list[RunRequest], asyncio.Future[RunOutcome]]] = {}
         self.sleep: Callable[[float], Any] = asyncio.sleep
@@ -192,21 +195,15 @@ class AgentRuntime:
         return True
 
     async def _starting(self, run_id: str, joined: list[str]) -> None:
+        """Record a start outside a run's own first trip (a message steered into a running run)."""
         if self.on_run_start is not None:
-            await self.on_run_start(run_id, joined)
+            await asyncio.to_thread(self.on_run_start, run_id, joined)
 
     # -- one run --------------------------------------------------------------------------------
     async def _execute(self, req: RunRequest) -> RunOutcome:
         cfg = self._config()
         key = req.session_key
         active = ActiveRun(req.run_id, key.canonical)
-        try:
-            await self._starting(req.run_id, req.joined)
-        except Exception as exc:  # not recorded as started: it must not run (a crash would repeat it)
-            log.exception("could not record the start of run %s", req.run_id)
-            outcome = failed_outcome(req, active, f"could not record the run start: {type(exc).__name__}")
-            active.done.set_result(outcome)
-            return outcome
         self.runs.start(active)
         if self.on_session_run is not None:
             try:
@@ -252,7 +249,9 @@ class AgentRuntime:
         key = req.session_key
         ws = setup.workspace_dir(key.agent_id, cfg, self.state_dir)
         # all the file work a run needs before the model, in one trip to a worker thread
-        ref, history, ids, injections, files, point = await asyncio.to_thread(self._load, req, active, cfg, ws)
+        skill_dirs = self.services.get("skill_dirs")
+        loaded = await asyncio.to_thread(self._load, req, active, cfg, ws, skill_dirs)
+        ref, history, ids, injections, files, point, skills = loaded
         ctx = ev.HookContext(
             agent_id=key.agent_id,
             session_key=key.canonical,
@@ -291,9 +290,8 @@ class AgentRuntime:
             schema_tool = tool_schema_tool(tools)
             tools = {**tools, schema_tool.name: schema_tool}
         files = await self._bootstrap(key, ws, files)
-        skills = await asyncio.to_thread(
-            setup.skills_prompt, cfg, key, ws, self.state_dir, self.services.get("skill_dirs"), tools
-        )
+        if "read" not in tools:
+            skills = None  # a listed skill could not be opened
         base_prompt = setup.system_prompt(
             cfg,
             key,
@@ -487,10 +485,17 @@ class AgentRuntime:
         return outcome
 
     def _load(
-        self, req: RunRequest, active: ActiveRun, cfg: HomarusConfig, ws: Path
-    ) -> tuple[SessionRef, list[Message], list[str], list[dict[str, Any]], list[Any], ResumePoint]:
-        """Session entry (marked running), workspace, history, pending injections, bootstrap files,
-        and for a resumed run where it stood (its interrupted tool calls closed as aborted first)."""
+        self, req: RunRequest, active: ActiveRun, cfg: HomarusConfig, ws: Path, skill_dirs: Any
+    ) -> tuple[SessionRef, list[Message], list[str], list[dict[str, Any]], list[Any], ResumePoint, SkillsPrompt | None]:
+        """The start record, then the session entry (marked running), workspace, history, pending
+        injections, bootstrap files, the skills section, and for a resumed run where it stood (its
+        interrupted tool calls closed as aborted first)."""
+        if self.on_run_start is not None:
+            try:
+                self.on_run_start(req.run_id, req.joined)
+            except Exception as exc:  # not recorded as started: it must not run (a crash would repeat it)
+                log.exception("could not record the start of run %s", req.run_id)
+                raise RuntimeFailure(f"could not record the run start: {type(exc).__name__}") from None
         running = {**(req.session_fields or {}), "status": "running", "startedAt": active.started_at}
         running["abortedLastRun"] = None
         ref = self.sessions.ensure(req.session_key, update=running)
@@ -500,7 +505,8 @@ class AgentRuntime:
         history, ids = load_history(transcript)
         injections = self._drain_injections(req.session_key.canonical)
         files = setup.bootstrap_files(cfg, req.session_key, ws)
-        return ref, history, ids, injections, files, point
+        skills = setup.skills_prompt(cfg, req.session_key, ws, self.state_dir, skill_dirs, ("read",))
+        return ref, history, ids, injections, files, point, skills
 
     async def _bootstrap(self, key: SessionKey, ws: Path, files: list[Any]) -> list[Any]:
         """The bootstrap files, after the ``agent:bootstrap`` operator hooks saw (and maybe changed) them."""

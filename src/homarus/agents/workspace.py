@@ -120,8 +120,40 @@ def _read_limit(max_chars: int) -> int:
     return max(1 << 20, 8 * max_chars)
 
 
+#: (path, limit) -> (inode, size, mtime_ns, ctime_ns, result): the bootstrap files are read on every
+#: run and change rarely; one lstat tells whether the cached text is still the file's
+_READ_CACHE: dict[tuple[str, int], tuple[int, int, int, int, tuple[str, int]]] = {}
+_READ_CACHE_MAX = 512
+
+
 def _read_safely(root: Path, name: str, max_chars: int) -> tuple[str, int] | None:
-    """(text, original size) of ``root/name``; None if absent, unreadable, not regular or outside."""
+    """(text, original size) of ``root/name``; None if absent, unreadable, not regular or outside.
+
+    ``root`` is already resolved: a regular file (not a link) directly in it cannot be outside, so
+    it needs one ``lstat``, and its text is reused while inode, size, mtime and ctime are unchanged.
+    A symlink takes the full path (resolve, then check it stays inside)."""
+    path = root / name
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISREG(st.st_mode):
+        key = (str(path), max_chars)
+        cached = _READ_CACHE.get(key)
+        if cached is not None and cached[:4] == (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+            return cached[4]
+        found = _read_resolved(root, name, max_chars)
+        if found is not None:
+            if len(_READ_CACHE) >= _READ_CACHE_MAX:
+                _READ_CACHE.clear()
+            _READ_CACHE[key] = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, found)
+        return found
+    if not stat.S_ISLNK(st.st_mode):
+        return None
+    return _read_resolved(root, name, max_chars)
+
+
+def _read_resolved(root: Path, name: str, max_chars: int) -> tuple[str, int] | None:
     try:
         target = (root / name).resolve(strict=True)
     except (OSError, RuntimeError):

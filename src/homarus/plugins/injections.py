@@ -173,6 +173,10 @@ class InjectionQueue:
 
     def drain(self, session_key: str) -> list[Injection]:
         """Remove and return every pending, unexpired entry, oldest first."""
+        if not self.path_for(session_key).exists():
+            # an empty queue has no file: nothing to lock for (every run drains, few have any);
+            # one enqueued right after this check is the next run's, as if it came a moment later
+            return []
         with self._locked(session_key) as (entries, save):
             if entries:
                 save([])

@@ -10,7 +10,8 @@ Every problem becomes a :class:`Problem` row, never an exception: a broken skill
 prompt (and so every run) down with it. Symlinks are followed only while they stay inside their
 source (a skill dir) or skill (its SKILL.md); the workspace source must also stay inside the
 workspace, because the model can create links there. Parsed front matter is cached by
-(path, inode, size, mtime), so a run's prompt build re-reads only what changed.
+(path, inode, size, mtime), and a source's whole scan by a fingerprint of one ``lstat`` per entry
+(never when a link is involved), so a run's prompt build re-reads only what changed.
 """
 
 from __future__ import annotations
@@ -195,11 +196,65 @@ def scan_source(src: SkillSource) -> tuple[list[Skill], list[Problem]]:
     return skills, problems
 
 
+#: source -> (fingerprint, its scan): every run builds the skills prompt; an unchanged source is
+#: not walked again (a scan resolves each entry's real path, a dozen syscalls per skill)
+_SCANS: dict[SkillSource, tuple[tuple[Any, ...], tuple[list[Skill], list[Problem]]]] = {}
+_SCANS_MAX = 256
+
+
+def _fingerprint(root: Path) -> tuple[Any, ...] | None:
+    """What a scan of ``root`` depends on, from one ``lstat`` per entry: the root, each entry and
+    each entry's SKILL.md (inode, mode, times, size). None (scan every time) when a link is
+    involved: its target's changes would not show here."""
+
+    def mark(path: Path) -> tuple[Any, ...] | None:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return ()
+        if stat.S_ISLNK(st.st_mode):
+            raise LookupError
+        return (st.st_ino, st.st_mode, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+
+    try:
+        top = mark(root)
+        if not top or not stat.S_ISDIR(top[1]):
+            return ("absent", top)
+        rows: list[Any] = [top, mark(root / SKILL_FILE)]
+        with os.scandir(root) as entries:
+            names = sorted(e.name for e in entries)
+        if len(names) > MAX_ENTRIES_PER_SOURCE:
+            return None
+        for name in names:
+            child = mark(root / name)
+            rows.append((name, child, mark(root / name / SKILL_FILE) if child and stat.S_ISDIR(child[1]) else None))
+        return tuple(rows)
+    except (LookupError, OSError):
+        return None
+
+
+def _scan_cached(src: SkillSource) -> tuple[list[Skill], list[Problem]]:
+    mark = _fingerprint(src.root)
+    if mark is not None and src.kind != "bundled":  # the bundled dir's real path is known at import
+        # where the source and its confinement really are: a link above them may be switched
+        mark = (os.path.realpath(src.root), os.path.realpath(src.confine) if src.confine else None, mark)
+    if mark is None:
+        return scan_source(src)
+    cached = _SCANS.get(src)
+    if cached is not None and cached[0] == mark:
+        return list(cached[1][0]), list(cached[1][1])
+    found = scan_source(src)
+    if len(_SCANS) >= _SCANS_MAX:
+        _SCANS.clear()
+    _SCANS[src] = (mark, (list(found[0]), list(found[1])))
+    return found
+
+
 def discover(sources: Iterable[SkillSource]) -> Discovery:
     """Scan ``sources`` (already in precedence order) and keep the first skill of each name."""
     out = Discovery()
     for src in sources:
-        found, problems = scan_source(src)
+        found, problems = _scan_cached(src)
         out.problems.extend(problems)
         for skill in found:
             winner = out.skills.get(skill.name)

@@ -24,6 +24,7 @@ from homarus.security.scopes import ADMIN
 
 if TYPE_CHECKING:
     from homarus.queue.journal import RunRecord
+    from homarus.sessions.manager import SessionRef
 
 __all__ = ["agent", "agent_wait"]
 
@@ -110,7 +111,7 @@ async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
     cached = gw.dedupe.get(f"agent:{run_id}")
     if cached is not None:
         return await _replay(call, run_id, cached.status, cached.payload, cached.error)
-    record = await asyncio.to_thread(gw.journal.get, run_id)
+    record = gw.journal.get(run_id)  # a read never waits for a writer: no worker thread
     if record is not None:  # known from before a reconnect or a restart
         return await _replay(call, run_id, record.status, record.result, record.error)
     model = _model_ref(p)
@@ -148,9 +149,13 @@ async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
         channel=p.channel,
         origin=call.client.origin(),
     )
-    ref = await asyncio.to_thread(gw.sessions.ensure, key, label=p.label)
     ahead = queue_position(gw)
-    await start_run(gw, req, "agent", p.model_dump(by_alias=True, exclude_none=True), admit=True)
+    refs: list[SessionRef] = []
+    params = p.model_dump(by_alias=True, exclude_none=True)
+    await start_run(
+        gw, req, "agent", params, admit=True, prepare=lambda: refs.append(gw.sessions.ensure(key, label=p.label))
+    )
+    ref = refs[0]
     gw.dedupe.put(f"agent:{run_id}", "accepted")
     emit_session_changed(gw, key, "create" if ref.created else "send", runId=run_id)
     call.ack(
@@ -209,7 +214,7 @@ async def agent_wait(call: MethodCall, p: WaitParams) -> dict[str, Any]:
     """The run's end, or after ``timeoutMs`` ``status: timeout`` with where it stands (``state``:
     queued, running or resumed), as the journal knows it (so also after a restart)."""
     gw = call.gateway
-    record = await asyncio.to_thread(gw.journal.get, p.run_id)
+    record = gw.journal.get(p.run_id)
     for prefix in ("agent", "chat"):
         cached = gw.dedupe.get(f"{prefix}:{p.run_id}")
         if cached is not None and cached.terminal:
@@ -220,7 +225,7 @@ async def agent_wait(call: MethodCall, p: WaitParams) -> dict[str, Any]:
     snap = await gw.run_events.wait(p.run_id, p.timeout_ms / 1000)
     if snap is None:
         out: dict[str, Any] = {"runId": p.run_id, "status": "timeout"}
-        record = await asyncio.to_thread(gw.journal.get, p.run_id)
+        record = gw.journal.get(p.run_id)
         if record is not None:
             out["state"] = record.state
         return out

@@ -136,7 +136,7 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
         if not cached.ok:
             raise InvalidRequest(str((cached.error or {}).get("message", "run failed")))
         return {"runId": run_id, "status": "ok"}
-    record = await asyncio.to_thread(gw.journal.get, run_id)
+    record = gw.journal.get(run_id)
     if record is not None:
         return {"runId": run_id, "status": "ok" if record.status == "ok" else record.status}
     req = RunRequest(

@@ -6,7 +6,6 @@ callables, so building the runtime does not build them.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 from homarus.agents.runtime import AgentRuntime
@@ -72,15 +71,12 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         if gw.hookmd.handlers_for("agent", "bootstrap"):
             await gw.hookmd.trigger("agent", "bootstrap", event)
 
-    async def on_run_start(run_id: str, joined: list[str]) -> None:
-        await asyncio.to_thread(gw.journal.mark_started, run_id, joined)
-
     def untrusted_filter(key: SessionKey, names: set[str]) -> set[str]:
         if sandbox_for(key) is not None:
             return names  # sandboxed: its tools touch the sandbox, not the gateway's host
         return names - HOST_TOOLS
 
-    runtime.on_run_start = on_run_start
+    runtime.on_run_start = gw.journal.mark_started
     runtime.untrusted_filter = untrusted_filter
     runtime.sandbox_for = sandbox_for
 

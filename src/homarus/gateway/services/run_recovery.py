@@ -233,10 +233,15 @@ async def _follow(gateway: GatewayContext, record: RunRecord) -> None:
     from homarus.gateway.services.runs import record_end
 
     host_id = record.joined_to or ""
-    host = await asyncio.to_thread(gateway.journal.get, host_id)
+    host = gateway.journal.get(host_id)
     if host is not None and not host.terminal:
         await gateway.run_events.wait(host_id, FOLLOW_TIMEOUT_S)
-        host = await asyncio.to_thread(gateway.journal.get, host_id)
+        host = gateway.journal.get(host_id)
+        for _ in range(500):  # the end event comes just before the journal's end is committed
+            if host is None or host.terminal:
+                break
+            await asyncio.sleep(0.01)
+            host = gateway.journal.get(host_id)
     if host is None or not host.terminal:
         log.error("run %s: the run it joined (%s) did not end; it stays unfinished", record.run_id, host_id)
         return

@@ -19,6 +19,8 @@ from homarus.agents.runs import RunOutcome
 from homarus.errors import Unavailable
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from homarus.gateway.context import GatewayContext
 
 __all__ = ["AtCapacity", "RunFailed", "final_payload", "queue_position", "record_end", "run_and_finish", "start_run"]
@@ -53,13 +55,21 @@ def queue_position(gateway: GatewayContext) -> int:
 
 
 async def start_run(
-    gateway: GatewayContext, req: RunRequest, kind: str, params: dict[str, Any], *, admit: bool = False
+    gateway: GatewayContext,
+    req: RunRequest,
+    kind: str,
+    params: dict[str, Any],
+    *,
+    admit: bool = False,
+    prepare: Callable[[], object] | None = None,
 ) -> tuple[bool, Any]:
     """Journal ``req`` as accepted; returns (created, previous record when it already existed).
 
     ``admit``: a client's new run, refused (before anything is written) while
     ``gateway.maxPendingRuns`` runs are accepted and not finished — backpressure instead of an
     ever longer queue; work that is already durable (chat channels, cron) is never refused.
+    ``prepare``: blocking work that must precede the record (creating the session), done in the
+    same trip to a worker thread.
     """
     limit = gateway.config.gateway.max_pending_runs
     if admit and gateway.open_runs >= limit:
@@ -69,16 +79,21 @@ async def start_run(
             retryable=True,
             retry_after_ms=2000,
         )
-    record, created = await asyncio.to_thread(
-        gateway.journal.accept,
-        req.run_id,
-        kind,
-        params,
-        session_key=req.session_key.canonical,
-        agent_id=req.session_key.agent_id,
-        lane=req.lane,
-        request=req.to_json(),
-    )
+
+    def accept() -> tuple[Any, bool]:
+        if prepare is not None:
+            prepare()
+        return gateway.journal.accept(
+            req.run_id,
+            kind,
+            params,
+            session_key=req.session_key.canonical,
+            agent_id=req.session_key.agent_id,
+            lane=req.lane,
+            request=req.to_json(),
+        )
+
+    record, created = await asyncio.to_thread(accept)
     if created:
         gateway.open_runs += 1
     return created, record
