@@ -306,3 +306,24 @@ def test_prune_removes_only_old_terminal_runs(journal: RunJournal, monkeypatch: 
     assert journal.prune(older_than_ms=5_000) == 0
     assert journal.prune(older_than_ms=0) == 1
     assert journal.get("new-ok") is None
+
+
+def test_a_read_sees_every_commit_before_it_and_never_waits_for_a_writer(journal: RunJournal) -> None:
+    """get() reads through its own connection: each read sees what was committed before it (no
+    read snapshot is left open between reads), also while a writer holds its transaction open."""
+    journal.accept("r1", "agent", {})
+    assert journal.get("r1").status == "accepted"  # type: ignore[union-attr]
+    journal.mark_started("r1")
+    assert journal.get("r1").status == "running"  # type: ignore[union-attr]
+    journal.finish("r1", "ok", result={"text": "done"})
+    assert journal.get("r1").status == "ok"  # type: ignore[union-attr]
+    journal.accept("r2", "agent", {})
+    with journal._lock:  # a writer mid-transaction: reads go on and see the last commit
+        journal._db.execute("BEGIN IMMEDIATE")
+        journal._db.execute("UPDATE runs SET status='running' WHERE run_id='r2'")
+        started = time.monotonic()
+        seen = journal.get("r2")
+        assert time.monotonic() - started < 1.0
+        journal._db.execute("COMMIT")
+    assert seen is not None and seen.status == "accepted"
+    assert journal.get("r2").status == "running"  # type: ignore[union-attr]
