@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
@@ -125,6 +126,11 @@ async def _round(url: str, clients: int, sessions: int, gw: Any, targeted: bool,
     # operator sockets that watch everything (no targeted-events: every run's events), read and dropped
     watching = [await _client(url) for _ in range(watchers)]
     drains = [asyncio.create_task(_drain(ws)) for ws in watching]
+    # one run first: a gateway serving many conversations is warm (its first run imports the agent
+    # loop, ~0.3 s of CPU once per process), and that is not the cost of a turn
+    go = asyncio.Event()
+    go.set()
+    await _run(sockets[0], "agent:main:warm-up", go)
     stop, rtts = asyncio.Event(), list[float]()
     prober = asyncio.create_task(_prober(url, stop, rtts))
     await asyncio.sleep(0.5)
@@ -139,21 +145,88 @@ async def _round(url: str, clients: int, sessions: int, gw: Any, targeted: bool,
     cpu = gw.cpu_seconds() - cpu0
     stop.set()
     await prober
-    probe = await _client(url)  # the gateway's own view of its loop over the last minute
+    for task in drains:
+        task.cancel()
+    mode = ("targeted" if targeted else "broadcast") + (f" +{watchers} watchers" if watchers else "")
+    summary = await _summary(gw, mode, clients, results, wall, cpu, rtts)
+    for ws in [*sockets, *watching]:
+        await ws.close()
+    return summary
+
+
+@contextlib.contextmanager
+def _sampled(gw: Any, out: str | None) -> Iterator[None]:
+    """py-spy on the gateway for the round (``--py-spy``): where its CPU goes, as collapsed stacks."""
+    if out is None:
+        yield
+        return
+    cmd = ["py-spy", "record", "--pid", str(gw.proc.pid), "--format", "raw", "--rate", "200", "-o", out]
+    spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        spy.send_signal(signal.SIGINT)
+        spy.wait(30)
+        progress("py-spy samples in %s", out)
+
+
+HTTP_CONFIG = {"gateway": {"http": {"endpoints": {"chatCompletions": {"enabled": True}}}}}
+
+
+async def _http_one(client: httpx.AsyncClient, session: str, start: asyncio.Event) -> tuple[str, float]:
+    body = {"model": "homarus", "messages": [{"role": "user", "content": "hi"}]}
+    await start.wait()
+    t0 = time.perf_counter()
+    try:
+        resp = await client.post("/v1/chat/completions", json=body, headers={"x-homarus-session-key": session})
+    except httpx.TimeoutException:
+        return "timeout", time.perf_counter() - t0
+    except httpx.HTTPError:
+        return "dropped", time.perf_counter() - t0
+    ok = resp.status_code == 200 and resp.json().get("choices")
+    return ("ok" if ok else "failed"), time.perf_counter() - t0
+
+
+async def _http_round(gw: Any, clients: int, sessions: int) -> dict[str, Any]:
+    """The same load through ``POST /v1/chat/completions``: N requests at once, one connection each."""
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    headers = {"authorization": f"Bearer {TOKEN}"}
+    base = f"http://127.0.0.1:{gw.port}"
+    async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=RUN_TIMEOUT_S) as client:
+        go = asyncio.Event()
+        go.set()
+        await _http_one(client, "warm-up", go)  # see _round: the first run's imports are not a turn's cost
+        stop, rtts = asyncio.Event(), list[float]()
+        prober = asyncio.create_task(_prober(gw.url, stop, rtts))
+        await asyncio.sleep(0.5)
+        start = asyncio.Event()
+        cpu0 = gw.cpu_seconds()
+        tasks = [asyncio.create_task(_http_one(client, f"load-{i % sessions}", start)) for i in range(clients)]
+        await asyncio.sleep(0.2)
+        t0 = time.perf_counter()
+        start.set()
+        results = await asyncio.gather(*tasks)
+        wall = time.perf_counter() - t0
+        cpu = gw.cpu_seconds() - cpu0
+        stop.set()
+        await prober
+    return await _summary(gw, "http /v1/chat/completions", clients, results, wall, cpu, rtts)
+
+
+async def _summary(
+    gw: Any, mode: str, clients: int, results: list[tuple[str, float]], wall: float, cpu: float, rtts: list[float]
+) -> dict[str, Any]:
+    probe = await _client(gw.url)  # the gateway's own view of its loop over the last minute
     await probe.send(orjson.dumps({"type": "req", "id": "lag", "method": "health", "params": {}}).decode())
     while (frame := orjson.loads(await probe.recv())).get("id") != "lag":
         pass
     loop = (frame.get("payload") or {}).get("eventLoop") or {}
     await probe.close()
-    for task in drains:
-        task.cancel()
-    for ws in [*sockets, *watching]:
-        await ws.close()
     ok = [s for status, s in results if status == "ok"]
     counts = {k: sum(1 for status, _ in results if status == k) for k in ("ok", "dropped", "failed", "timeout")}
     return {
         "clients": clients,
-        "mode": ("targeted" if targeted else "broadcast") + (f" +{watchers} watchers" if watchers else ""),
+        "mode": mode,
         **counts,
         "wall_s": wall,
         "runs_per_s": len(ok) / wall if wall else 0.0,
@@ -168,27 +241,11 @@ async def _round(url: str, clients: int, sessions: int, gw: Any, targeted: bool,
     }
 
 
-@contextlib.contextmanager
-def _sampled(gw: Any, out: str | None) -> Iterator[None]:
-    """py-spy on the gateway for the round (``--py-spy``): where its CPU goes, as collapsed stacks."""
-    if out is None:
-        yield
-        return
-    cmd = ["py-spy", "record", "--pid", str(gw.proc.pid), "--format", "raw", "--rate", "200", "--gil", "-o", out]
-    spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        yield
-    finally:
-        spy.send_signal(signal.SIGINT)
-        spy.wait(30)
-        progress("py-spy samples in %s", out)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", default="100,200,500", help="comma-separated client counts")
     parser.add_argument("--sessions", type=int, default=100)
-    modes = "broadcast (today's clients), targeted (caps targeted-events), targeted+5 (and 5 watchers)"
+    modes = "broadcast (today's clients), targeted (caps targeted-events), targeted+5 (and 5 watchers), http"
     parser.add_argument("--modes", default="broadcast,targeted,targeted+5", help=modes)
     parser.add_argument("--py-spy", metavar="PREFIX", help="sample the gateway with py-spy (if installed) per round")
     args = parser.parse_args()
@@ -196,11 +253,15 @@ def main() -> None:
     rows = []
     for mode in args.modes.split(","):
         for n in (int(x) for x in args.clients.split(",")):
-            with running_gateway(None) as gw:  # a fresh gateway per round: one round's backlog is not the next's
+            # a fresh gateway per round: one round's backlog is not the next's
+            with running_gateway(None, HTTP_CONFIG if mode == "http" else None) as gw:
                 progress("%s, %d clients …", mode, n)
                 targeted, watchers = mode.startswith("targeted"), 5 if mode.endswith("+5") else 0
                 with _sampled(gw, f"{args.py_spy}-{mode}-{n}.txt" if args.py_spy else None):
-                    r = asyncio.run(_round(gw.url, n, args.sessions, gw, targeted, watchers))
+                    if mode == "http":
+                        r = asyncio.run(_http_round(gw, n, args.sessions))
+                    else:
+                        r = asyncio.run(_round(gw.url, n, args.sessions, gw, targeted, watchers))
                 progress("  %s", r)
                 rows.append(r)
     header = ["mode", "clients", "answered", "dropped", "failed/timeout", "wall s", "runs/s", "p50 s", "p95 s", "p99 s",

@@ -146,6 +146,8 @@ class GatewayProcess:
     log_level: str | None = None
     #: environment overrides for the gateway process; a None value removes the variable
     env_overrides: dict[str, str | None] = field(default_factory=dict)
+    #: written to the state dir's homarus.json before the start (None: no config file)
+    config: dict[str, Any] | None = None
     port: int = 0
     workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="homarus-bench-")))
     proc: subprocess.Popen[bytes] | None = None
@@ -154,6 +156,8 @@ class GatewayProcess:
     def start(self) -> None:
         state = self.workdir / "state"
         state.mkdir()
+        if self.config is not None:
+            (state / "homarus.json").write_text(json.dumps(self.config), encoding="utf-8")
         env = {**os.environ, "HOMARUS_STATE_DIR": str(state)}
         env.pop("HOMARUS_GATEWAY_TOKEN", None)
         for key, value in self.env_overrides.items():
@@ -225,8 +229,8 @@ class GatewayProcess:
 
 
 @contextlib.contextmanager
-def running_gateway(log_level: str | None) -> Iterator[GatewayProcess]:
-    gw = GatewayProcess(log_level=log_level)
+def running_gateway(log_level: str | None, config: dict[str, Any] | None = None) -> Iterator[GatewayProcess]:
+    gw = GatewayProcess(log_level=log_level, config=config)
     try:
         gw.start()
         gw.wait_healthy()

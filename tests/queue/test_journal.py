@@ -6,6 +6,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -318,12 +319,20 @@ def test_a_read_sees_every_commit_before_it_and_never_waits_for_a_writer(journal
     journal.finish("r1", "ok", result={"text": "done"})
     assert journal.get("r1").status == "ok"  # type: ignore[union-attr]
     journal.accept("r2", "agent", {})
-    with journal._lock:  # a writer mid-transaction: reads go on and see the last commit
-        journal._db.execute("BEGIN IMMEDIATE")
-        journal._db.execute("UPDATE runs SET status='running' WHERE run_id='r2'")
-        started = time.monotonic()
-        seen = journal.get("r2")
-        assert time.monotonic() - started < 1.0
-        journal._db.execute("COMMIT")
+    inside, release = threading.Event(), threading.Event()
+
+    def slow(db: Any) -> None:  # a writer mid-transaction, its change not committed yet
+        db.execute("UPDATE runs SET status='running' WHERE run_id='r2'")
+        inside.set()
+        release.wait(10)
+
+    writer = threading.Thread(target=lambda: journal._writer.run(slow))
+    writer.start()
+    assert inside.wait(10)
+    started = time.monotonic()
+    seen = journal.get("r2")
+    assert time.monotonic() - started < 1.0
+    release.set()
+    writer.join(10)
     assert seen is not None and seen.status == "accepted"
     assert journal.get("r2").status == "running"  # type: ignore[union-attr]

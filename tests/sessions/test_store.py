@@ -171,14 +171,14 @@ def test_exception_in_change_leaves_the_store_unchanged(directory: Path) -> None
 def test_a_full_disk_keeps_the_old_state_and_propagates(directory: Path) -> None:
     store = SessionStore(directory)
     store.update("k", _put(_entry("s", 1000)))
-    assert store._db is not None
-    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
-    store._db.execute(f"PRAGMA max_page_count = {pages}")  # SQLite's own "database or disk is full"
+    writer = store._writing()
+    pages = writer.run(lambda db: int(db.execute("PRAGMA page_count").fetchone()[0]))
+    writer.run(lambda db: db.execute(f"PRAGMA max_page_count = {pages}"))  # SQLite's own "disk is full"
     with pytest.raises(sqlite3.OperationalError, match="full"):
         store.update("big", _put(_entry("s2", 2000, label="x" * 100_000)))
     assert _rows(directory) == {"k": {"sessionId": "s", "updatedAt": 1000}}
     assert store.count() == 1
-    store._db.execute("PRAGMA max_page_count = 1073741823")
+    writer.run(lambda db: db.execute("PRAGMA max_page_count = 1073741823"))
     store.update("k2", _put(_entry("s2", 2000)))
     assert set(store.read()) == {"k", "k2"}
 

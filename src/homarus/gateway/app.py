@@ -241,6 +241,8 @@ class Gateway(LazyServices):
     async def _close_services(self) -> None:
         if self.built("journal"):
             self.journal.close()
+        if self.built("sessions"):
+            self.sessions.close()
         if self.built("web_client"):
             await self.web_client.aclose()
         if self.built("exec_host"):

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from homarus.fs import open_durable_sqlite
+from homarus.group_commit import GroupCommitter
 
 __all__ = ["RunJournal", "RunRecord"]
 
@@ -103,28 +104,28 @@ def _now_ms() -> int:
 
 
 class RunJournal:
-    """Thread-safe; each call is one short transaction.
-
-    :meth:`get` reads through a second connection with its own lock: in WAL mode a read never
-    waits for a writer (nor its fsync), so the gateway looks a run up on its event loop (tens of
+    """Thread-safe. Writes go to the database's writer thread, which commits the writes waiting at
+    the same time in one transaction (``homarus.group_commit``): a call returns once its write is
+    committed. Reads use a second connection with its own lock: in WAL mode a read never waits for
+    a writer (nor its fsync), so the gateway looks a run up on its event loop (tens of
     microseconds) instead of sending the lookup to a worker thread."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock = threading.Lock()
-        self._db = open_durable_sqlite(path)  # an acknowledged run survives power loss
-        self._db.executescript(_SCHEMA)
-        present = {row[1] for row in self._db.execute("PRAGMA table_info(runs)")}
+        db = open_durable_sqlite(path)  # an acknowledged run survives power loss
+        db.executescript(_SCHEMA)
+        present = {row[1] for row in db.execute("PRAGMA table_info(runs)")}
         for name, definition in _ADDED_COLUMNS:
             if name not in present:
-                self._db.execute(f"ALTER TABLE runs ADD COLUMN {name} {definition}")
+                db.execute(f"ALTER TABLE runs ADD COLUMN {name} {definition}")
+        self._writer = GroupCommitter(db, str(path))
         self._read_lock = threading.Lock()
         self._reader = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         self._reader.execute("PRAGMA query_only=1")
 
     def close(self) -> None:
-        with self._lock, self._read_lock:
-            self._db.close()
+        self._writer.close()
+        with self._read_lock:
             self._reader.close()
 
     def accept(
@@ -139,8 +140,9 @@ class RunJournal:
         request: dict[str, Any] | None = None,
     ) -> tuple[RunRecord, bool]:
         """Record a run as accepted; returns (record, created). A known run id is not re-created."""
-        with self._lock:
-            cur = self._db.execute(
+
+        def op(db: sqlite3.Connection) -> bool:
+            cur = db.execute(
                 "INSERT OR IGNORE INTO runs(run_id, kind, session_key, agent_id, lane, params, status, accepted_at,"
                 " request) VALUES (?, ?, ?, ?, ?, ?, 'accepted', ?, ?)",
                 (
@@ -154,7 +156,9 @@ class RunJournal:
                     json.dumps(request) if request is not None else None,
                 ),
             )
-            created = cur.rowcount == 1
+            return cur.rowcount == 1
+
+        created = self._writer.run(op)
         record = self.get(run_id)
         assert record is not None
         return record, created
@@ -163,20 +167,17 @@ class RunJournal:
         """``run_id`` began executing, and the ``joined`` runs with it (their messages were folded
         into it): one transaction, fsynced before its first step runs."""
         now = _now_ms()
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                self._db.execute(
-                    "UPDATE runs SET status='running', started_at=? WHERE run_id=? AND status='accepted'", (now, run_id)
-                )
-                self._db.executemany(
-                    "UPDATE runs SET status='running', started_at=?, joined_to=? WHERE run_id=? AND status='accepted'",
-                    [(now, run_id, other) for other in joined],
-                )
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+
+        def op(db: sqlite3.Connection) -> None:
+            db.execute(
+                "UPDATE runs SET status='running', started_at=? WHERE run_id=? AND status='accepted'", (now, run_id)
+            )
+            db.executemany(
+                "UPDATE runs SET status='running', started_at=?, joined_to=? WHERE run_id=? AND status='accepted'",
+                [(now, run_id, other) for other in joined],
+            )
+
+        self._writer.run(op)
 
     def finish(self, run_id: str, status: str, *, result: Any = None, error: Any = None) -> None:
         if status not in TERMINAL:
@@ -194,8 +195,7 @@ class RunJournal:
         )
 
     def _set(self, run_id: str, sql: str, args: tuple[Any, ...]) -> None:
-        with self._lock:
-            self._db.execute(sql, args)
+        self._writer.run(lambda db: db.execute(sql, args))
 
     def get(self, run_id: str) -> RunRecord | None:
         """The run's record; does not wait for writers (safe to call on the event loop)."""
@@ -207,8 +207,8 @@ class RunJournal:
 
     def unfinished(self) -> list[RunRecord]:
         """The runs a previous process accepted and did not finish, in the order they were accepted."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._read_lock:
+            rows = self._reader.execute(
                 f"SELECT {_COLUMNS} FROM runs WHERE status IN ('accepted','running') ORDER BY accepted_at, rowid"  # noqa: S608
             ).fetchall()
         return [_record(r) for r in rows]
@@ -239,8 +239,8 @@ class RunJournal:
         return self.get(run_id)
 
     def by_session(self, session_key: str, limit: int = 20) -> list[RunRecord]:
-        with self._lock:
-            rows = self._db.execute(
+        with self._read_lock:
+            rows = self._reader.execute(
                 f"SELECT {_COLUMNS} FROM runs WHERE session_key=? ORDER BY accepted_at DESC LIMIT ?",  # noqa: S608
                 (session_key, limit),
             ).fetchall()
@@ -248,12 +248,14 @@ class RunJournal:
 
     def prune(self, older_than_ms: int) -> int:
         cutoff = _now_ms() - older_than_ms
-        with self._lock:
-            cur = self._db.execute(
+
+        def op(db: sqlite3.Connection) -> int:
+            return db.execute(
                 "DELETE FROM runs WHERE status IN ('ok','error','timeout','aborted','interrupted') AND accepted_at < ?",
                 (cutoff,),
-            )
-        return cur.rowcount
+            ).rowcount
+
+        return self._writer.run(op)
 
 
 def _record(row: tuple[Any, ...]) -> RunRecord:

@@ -77,6 +77,12 @@ class SessionManager:
             self._stores[agent_id] = store
         return store
 
+    def close(self) -> None:
+        """Commit what is pending and close every agent's session index (a later use reopens it)."""
+        stores, self._stores = self._stores, {}
+        for store in stores.values():
+            store.close()
+
     def transcript(self, agent_id: str, session_id: str) -> Transcript:
         path = self.sessions_dir(agent_id) / f"{session_id}.jsonl"
         t = self._transcripts.get(path)

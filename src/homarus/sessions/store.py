@@ -9,8 +9,10 @@ Guarantees, the same as the file store's: an update is a read-modify-write of on
 ``BEGIN IMMEDIATE`` (writers in threads and processes never lose each other's changes); it is
 durable when :meth:`update` returns (WAL, ``synchronous=FULL``: the WAL is fsynced at commit, so a
 ``kill -9`` or a power cut after the return loses nothing); a failing change or a failing write
-leaves the stored state as it was. A row count kept by triggers makes ``maxEntries`` maintenance
-O(1) per write; stale rows are found through the ``updated_at`` index.
+leaves the stored state as it was. Writes go through one writer thread that commits the updates
+waiting at the same time together (``homarus.group_commit``); reads use their own connection. A
+row count kept by triggers makes ``maxEntries`` maintenance O(1) per write; stale rows are found
+through the ``updated_at`` index.
 
 An existing ``sessions.json`` (an older Homarus) is imported the first time the store is opened,
 in one transaction (a newer row in the database wins), then renamed ``sessions.json.imported.<ms>``
@@ -41,6 +43,7 @@ from pydantic import ValidationError
 
 from homarus.errors import RuntimeFailure
 from homarus.fs import open_durable_sqlite
+from homarus.group_commit import GroupCommitter
 from homarus.sessions.entry import SessionEntry
 
 __all__ = ["DB_NAME", "LEGACY_NAME", "Entries", "Maintenance", "SessionStore", "StoreCorrupt"]
@@ -102,20 +105,21 @@ class SessionStore:
         self.path = directory / DB_NAME
         self.legacy_path = directory / LEGACY_NAME
         self.maintenance = maintenance or Maintenance()
-        self._db: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._writer: GroupCommitter | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._lock = threading.Lock()  # opening, and the reader (one statement at a time)
         self._warned_at = -1e9
 
     # -- reads --------------------------------------------------------------------------------------
     def read(self) -> Entries:
         """Every entry as its raw JSON object (O(sessions): listings, exports, doctor)."""
-        with self._connection(create=False) as db:
+        with self._reading() as db:
             if db is None:
                 return {}
             return {key: _decode(key, raw) for key, raw in self._query(db, "SELECT key, entry FROM sessions")}
 
     def get_raw(self, key: str) -> dict[str, Any] | None:
-        with self._connection(create=False) as db:
+        with self._reading() as db:
             return None if db is None else self._row(db, key)
 
     def get(self, key: str) -> SessionEntry | None:
@@ -132,7 +136,7 @@ class SessionStore:
         return out
 
     def count(self) -> int:
-        with self._connection(create=False) as db:
+        with self._reading() as db:
             return 0 if db is None else int(self._query(db, _COUNT)[0][0])
 
     # -- writes -------------------------------------------------------------------------------------
@@ -140,55 +144,77 @@ class SessionStore:
         """Replace the entry of ``key`` with ``change(current)`` (None: remove it), durably.
 
         ``change`` gets a private copy of the stored entry (None when there is none) and runs inside
-        the write transaction; if it raises, nothing is written. Returns what is stored afterwards.
+        the write transaction; if it raises, nothing is written. Returns what is stored afterwards,
+        once it is committed (with the other writes waiting at the same time: group commit).
         """
-        with self._connection(create=True) as db:
-            assert db is not None
-            with _transaction(db, self.path):
-                current = self._row(db, key)
-                before = _encode(current) if current is not None else None
-                after = change(None if current is None else orjson.loads(before or b"{}"))
-                encoded = _encode(after) if after is not None else None
-                if encoded == before:
-                    return after
-                if after is None:
-                    db.execute("DELETE FROM sessions WHERE key = ?", (key,))
-                else:
-                    db.execute(_UPSERT, (key, _updated_at(after), encoded))
-                self._maintain(db)
+
+        def op(db: sqlite3.Connection) -> dict[str, Any] | None:
+            current = self._row(db, key)
+            before = _encode(current) if current is not None else None
+            after = change(None if current is None else orjson.loads(before or b"{}"))
+            encoded = _encode(after) if after is not None else None
+            if encoded == before:
+                return after
+            if after is None:
+                db.execute("DELETE FROM sessions WHERE key = ?", (key,))
+            else:
+                db.execute(_UPSERT, (key, _updated_at(after), encoded))
+            self._maintain(db)
             return after
+
+        return self._writing().run(op)
 
     def add_missing(self, entries: Entries) -> list[str]:
         """Insert the entries whose key is not stored yet (one transaction); returns the keys added."""
-        with self._connection(create=True) as db:
-            assert db is not None
+
+        def op(db: sqlite3.Connection) -> list[str]:
             added = []
-            with _transaction(db, self.path):
-                for key, value in entries.items():
-                    cur = db.execute(
-                        "INSERT INTO sessions (key, updated_at, entry) VALUES (?, ?, ?) ON CONFLICT(key) DO NOTHING",
-                        (key, _updated_at(value), _encode(value)),
-                    )
-                    if cur.rowcount:
-                        added.append(key)
-                self._maintain(db)
+            for key, value in entries.items():
+                cur = db.execute(
+                    "INSERT INTO sessions (key, updated_at, entry) VALUES (?, ?, ?) ON CONFLICT(key) DO NOTHING",
+                    (key, _updated_at(value), _encode(value)),
+                )
+                if cur.rowcount:
+                    added.append(key)
+            self._maintain(db)
             return added
+
+        return self._writing().run(op)
 
     def close(self) -> None:
         with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
+            writer, reader, self._writer, self._reader = self._writer, self._reader, None, None
+        if writer is not None:
+            writer.close()
+        if reader is not None:
+            reader.close()
 
-    # -- the connection -----------------------------------------------------------------------------
+    # -- the connections ----------------------------------------------------------------------------
     @contextmanager
-    def _connection(self, *, create: bool) -> Iterator[sqlite3.Connection | None]:
-        """The store's connection under its lock (one statement at a time per connection); None
-        when nothing is stored yet and ``create`` is False (reading creates nothing)."""
+    def _reading(self) -> Iterator[sqlite3.Connection | None]:
+        """The read connection, under the lock; None while nothing is stored (reading creates
+        nothing). In WAL mode it never waits for the writer, and sees every commit before it."""
         with self._lock:
-            if self._db is None and (create or self.path.exists() or self.legacy_path.exists()):
-                self._db = self._open()
-            yield self._db
+            if self._reader is None and (self.path.exists() or self.legacy_path.exists()):
+                self._open_locked()
+            yield self._reader
+
+    def _writing(self) -> GroupCommitter:
+        with self._lock:
+            if self._writer is None:
+                self._open_locked()
+            assert self._writer is not None
+            return self._writer
+
+    def _open_locked(self) -> None:
+        db = self._open()
+        try:
+            reader = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            reader.execute("PRAGMA query_only=1")
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise StoreCorrupt(f"{self.path} cannot be read ({exc}); fix or move it away") from None
+        self._writer, self._reader = GroupCommitter(db, str(self.path)), reader
 
     def _open(self) -> sqlite3.Connection:
         legacy = _read_legacy(self.legacy_path)  # a broken legacy store stops here, before any write

@@ -19,6 +19,7 @@ from homarus.gateway.router import MethodCall, Params
 from homarus.gateway.services.plugins import run_command
 from homarus.gateway.services.runs import RunFailed, final_payload, queue_position, run_and_finish, start_run
 from homarus.gateway.services.session_events import emit_session_changed
+from homarus.gateway.services.warm import runs_ready
 from homarus.protocol.compat import INTERNAL, Unsupported, compat_params
 from homarus.security.scopes import ADMIN
 
@@ -107,6 +108,7 @@ def _model_ref(p: AgentParams) -> str | None:
 
 async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
     gw = call.gateway
+    await runs_ready()  # a cold gateway imports the agent loop off the event loop
     run_id = p.idempotency_key
     cached = gw.dedupe.get(f"agent:{run_id}")
     if cached is not None:

@@ -17,6 +17,7 @@ from homarus.gateway.services.inbound import sanitize_message
 from homarus.gateway.services.plugins import run_command
 from homarus.gateway.services.runs import queue_position, run_and_finish, start_run
 from homarus.gateway.services.session_events import emit_session_changed
+from homarus.gateway.services.warm import runs_ready
 from homarus.messages import AssistantMessage, TextContent
 from homarus.protocol.compat import NO_BRANCHES, NO_FAST_MODE, NO_PERMISSION_MODES, ORIGIN_ONLY, compat_params
 from homarus.security.scopes import READ
@@ -84,6 +85,7 @@ class InjectParams(Params):
 
 
 async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
+    await runs_ready()  # a cold gateway imports the agent loop off the event loop
     gw = call.gateway
     message = sanitize_message(p.message)
     if not message.strip() and not p.attachments:

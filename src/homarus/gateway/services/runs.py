@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from homarus.agents.request import RunRequest
 from homarus.agents.runs import RunOutcome
 from homarus.errors import Unavailable
+from homarus.gateway.services.warm import runs_ready
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -71,6 +72,7 @@ async def start_run(
     ``prepare``: blocking work that must precede the record (creating the session), done in the
     same trip to a worker thread.
     """
+    await runs_ready()
     limit = gateway.config.gateway.max_pending_runs
     if admit and gateway.open_runs >= limit:
         raise AtCapacity(

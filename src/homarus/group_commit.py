@@ -1,0 +1,134 @@
+"""One writer thread per SQLite database, committing together whatever is waiting (group commit).
+
+Why not a transaction per write: each commit of a durable database is an fsync, and with many
+conversations at once the worker threads that write queue up on the one connection's lock,
+handing it (and the GIL) back and forth for every write. Here a write is an operation handed to
+the database's writer thread. While one commit's fsync runs, the next operations gather; the
+writer then runs them all inside one ``BEGIN IMMEDIATE`` and commits them with one fsync. No
+caller learns its write is done before the commit that holds it returned, so the durability of
+each write is what it was with its own transaction.
+
+Each operation runs in its own ``SAVEPOINT``: one that raises is undone alone and its caller gets
+the exception; the others of the batch are committed. If the commit itself fails (a full disk),
+nothing of the batch is stored and every caller of the batch gets that error.
+
+No library does this for sqlite3 (the standard module has no group commit), hence this module.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["GroupCommitter"]
+
+T = TypeVar("T")
+Op = Callable[[sqlite3.Connection], Any]
+
+#: operations per transaction at most (a bound on how long one batch holds the write lock)
+MAX_BATCH = 128
+
+
+class GroupCommitter:
+    """The writer of ``db`` (a connection in autocommit mode, used by nothing else from now on)."""
+
+    def __init__(self, db: sqlite3.Connection, name: str, *, max_batch: int = MAX_BATCH) -> None:
+        self._db = db
+        self._name = name
+        self._max_batch = max_batch
+        self._queue: queue.SimpleQueue[tuple[Op, concurrent.futures.Future[Any]] | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._closed = False
+        #: transactions committed so far (for tests and benchmarks)
+        self.commits = 0
+
+    def run(self, op: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``op(connection)`` in the writer's next transaction; return its result once that
+        transaction is committed (blocking: call it from a worker thread, never the event loop)."""
+        if threading.current_thread() is self._thread:
+            return op(self._db)  # an operation that writes again: it is inside a batch already
+        if self._closed:
+            raise sqlite3.ProgrammingError(f"{self._name}: the database is closed")
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._queue.put((op, future))
+        self._ensure_started()
+        return future.result()
+
+    def close(self) -> None:
+        """Commit what is queued, stop the writer and close the connection."""
+        with self._start_lock:
+            self._closed = True
+            thread = self._thread
+        if thread is not None:
+            self._queue.put(None)
+            thread.join()
+        self._db.close()
+
+    def _ensure_started(self) -> None:
+        if self._thread is not None:
+            return
+        with self._start_lock:
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._serve, name=f"writer:{self._name}", daemon=True)
+                self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            batch = [item]
+            stop = False
+            while len(batch) < self._max_batch:
+                try:
+                    more = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    stop = True
+                    break
+                batch.append(more)
+            self._commit(batch)
+            if stop:
+                return
+
+    def _commit(self, batch: list[tuple[Op, concurrent.futures.Future[Any]]]) -> None:
+        db = self._db
+        done: list[tuple[concurrent.futures.Future[Any], Any, BaseException | None]] = []
+        try:
+            db.execute("BEGIN IMMEDIATE")
+        except BaseException as exc:
+            for _, future in batch:
+                future.set_exception(exc)
+            return
+        try:
+            for op, future in batch:
+                db.execute("SAVEPOINT op")
+                try:
+                    result = op(db)
+                except BaseException as exc:  # this operation only: undone, its caller is told
+                    db.execute("ROLLBACK TO op")
+                    db.execute("RELEASE op")
+                    done.append((future, None, exc))
+                else:
+                    db.execute("RELEASE op")
+                    done.append((future, result, None))
+            db.execute("COMMIT")
+        except BaseException as exc:  # the batch as a whole: nothing of it is stored
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        self.commits += 1
+        for future, result, error in done:
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
