@@ -99,7 +99,9 @@ async def _drain(ws: ClientConnection) -> None:
 
 
 async def _prober(url: str, stop: asyncio.Event, rtts: list[float]) -> None:
-    ws = await _client(url)
+    # targeted: it asks for health and nothing else (as a broadcast client it would be one more
+    # watcher receiving every run's events, and its cost would be counted as the runs')
+    ws = await _client(url, targeted=True)
     try:
         n = 0
         while not stop.is_set():
@@ -160,7 +162,7 @@ def _sampled(gw: Any, out: str | None) -> Iterator[None]:
     if out is None:
         yield
         return
-    cmd = ["py-spy", "record", "--pid", str(gw.proc.pid), "--format", "raw", "--rate", "200", "-o", out]
+    cmd = ["py-spy", "record", "--pid", str(gw.proc.pid), "--format", "raw", "--rate", "200", "--gil", "-o", out]
     spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield
@@ -216,7 +218,7 @@ async def _http_round(gw: Any, clients: int, sessions: int) -> dict[str, Any]:
 async def _summary(
     gw: Any, mode: str, clients: int, results: list[tuple[str, float]], wall: float, cpu: float, rtts: list[float]
 ) -> dict[str, Any]:
-    probe = await _client(gw.url)  # the gateway's own view of its loop over the last minute
+    probe = await _client(gw.url, targeted=True)  # the gateway's own view of its loop over the last minute
     await probe.send(orjson.dumps({"type": "req", "id": "lag", "method": "health", "params": {}}).decode())
     while (frame := orjson.loads(await probe.recv())).get("id") != "lag":
         pass

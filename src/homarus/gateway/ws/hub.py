@@ -7,6 +7,7 @@ import contextlib
 from typing import TYPE_CHECKING
 
 from homarus.gateway.ws.admission import Admission
+from homarus.gateway.ws.pacing import TurnPacer
 
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
@@ -19,6 +20,8 @@ class WSHub:
     def __init__(self, gateway: GatewayContext) -> None:
         self.gateway = gateway
         self.admission = Admission(gateway)
+        #: how many requests start per loop turn (a burst of requests never stalls the loop)
+        self.pacer = TurnPacer()
         self._drained = asyncio.Event()
 
     def attach(self, conn: WSConnection) -> None:
