@@ -30,7 +30,7 @@ T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
 
 #: operations per transaction at most (a bound on how long one batch holds the write lock)
-MAX_BATCH = 128
+MAX_BATCH = 32
 
 
 class GroupCommitter:
@@ -52,12 +52,18 @@ class GroupCommitter:
         transaction is committed (blocking: call it from a worker thread, never the event loop)."""
         if threading.current_thread() is self._thread:
             return op(self._db)  # an operation that writes again: it is inside a batch already
+        return self.submit(op).result()
+
+    def submit(self, op: Callable[[sqlite3.Connection], T]) -> concurrent.futures.Future[T]:
+        """Queue ``op`` for the writer's next transaction; the future is done once that transaction
+        is committed. From the event loop: ``await asyncio.wrap_future(committer.submit(op))``, one
+        hand-over to the writer and one back, no worker thread in between."""
         if self._closed:
             raise sqlite3.ProgrammingError(f"{self._name}: the database is closed")
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         self._queue.put((op, future))
         self._ensure_started()
-        return future.result()
+        return future
 
     def close(self) -> None:
         """Commit what is queued, stop the writer and close the connection."""

@@ -469,7 +469,7 @@ class AgentRuntime:
                 "message_sent",
                 ev.MessageSentEvent(to, outcome.text, content is not None, session_key=ctx.session_key, context=ctx),
             )
-        await asyncio.to_thread(self.sessions.update_entry, req.session_key, entry_changes(outcome, final))
+        await self.sessions.aupdate_entry(req.session_key, entry_changes(outcome, final))
         translator.lifecycle_end(outcome)
         hooks.fire(
             "agent_end",

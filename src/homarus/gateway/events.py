@@ -105,10 +105,11 @@ class EventBus:
         """A run's event: to every non-targeted connection (with seq, as a broadcast) and to the
         targeted ones that started the run or watch its session (without); returns the seq."""
         seq = self.last_seq = next(self._seq)
-        text = orjson.dumps(event_frame(event, payload, seq=seq)).decode()
-        for r in list(self._everything.values()):
-            if _eligible(r, guard, only):
-                r.push(text, droppable=droppable)
+        if self._everything:  # serialized only when someone takes the broadcast form
+            text = orjson.dumps(event_frame(event, payload, seq=seq)).decode()
+            for r in list(self._everything.values()):
+                if _eligible(r, guard, only):
+                    r.push(text, droppable=droppable)
         targets = set(self._watchers.get(session_key, ()))
         if (owner := self._owners.get(run_id)) is not None:
             targets.add(owner)

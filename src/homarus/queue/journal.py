@@ -18,11 +18,12 @@ returns the stored record instead of creating another run.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,7 +141,39 @@ class RunJournal:
         request: dict[str, Any] | None = None,
     ) -> tuple[RunRecord, bool]:
         """Record a run as accepted; returns (record, created). A known run id is not re-created."""
+        created = self._writer.run(self._accept_op(run_id, kind, params, session_key, agent_id, lane, request))
+        record = self.get(run_id)
+        assert record is not None
+        return record, created
 
+    async def aaccept(
+        self,
+        run_id: str,
+        kind: str,
+        params: dict[str, Any],
+        *,
+        session_key: str | None = None,
+        agent_id: str | None = None,
+        lane: str | None = None,
+        request: dict[str, Any] | None = None,
+    ) -> tuple[RunRecord, bool]:
+        """:meth:`accept` from the event loop: handed to the writer directly, no worker thread."""
+        op = self._accept_op(run_id, kind, params, session_key, agent_id, lane, request)
+        created = await asyncio.wrap_future(self._writer.submit(op))
+        record = self.get(run_id)
+        assert record is not None
+        return record, created
+
+    def _accept_op(
+        self,
+        run_id: str,
+        kind: str,
+        params: dict[str, Any],
+        session_key: str | None,
+        agent_id: str | None,
+        lane: str | None,
+        request: dict[str, Any] | None,
+    ) -> Callable[[sqlite3.Connection], bool]:
         def op(db: sqlite3.Connection) -> bool:
             cur = db.execute(
                 "INSERT OR IGNORE INTO runs(run_id, kind, session_key, agent_id, lane, params, status, accepted_at,"
@@ -158,10 +191,7 @@ class RunJournal:
             )
             return cur.rowcount == 1
 
-        created = self._writer.run(op)
-        record = self.get(run_id)
-        assert record is not None
-        return record, created
+        return op
 
     def mark_started(self, run_id: str, joined: Sequence[str] = ()) -> None:
         """``run_id`` began executing, and the ``joined`` runs with it (their messages were folded
@@ -180,19 +210,23 @@ class RunJournal:
         self._writer.run(op)
 
     def finish(self, run_id: str, status: str, *, result: Any = None, error: Any = None) -> None:
+        self._writer.run(self._finish_op(run_id, status, result, error))
+
+    async def afinish(self, run_id: str, status: str, *, result: Any = None, error: Any = None) -> None:
+        """:meth:`finish` from the event loop: handed to the writer directly, no worker thread."""
+        await asyncio.wrap_future(self._writer.submit(self._finish_op(run_id, status, result, error)))
+
+    def _finish_op(self, run_id: str, status: str, result: Any, error: Any) -> Callable[[sqlite3.Connection], Any]:
         if status not in TERMINAL:
             raise ValueError(f"not a terminal status: {status}")
-        self._set(
+        args = (
+            status,
+            _now_ms(),
+            json.dumps(result) if result is not None else None,
+            json.dumps(error) if error is not None else None,
             run_id,
-            "UPDATE runs SET status=?, ended_at=?, result=?, error=? WHERE run_id=?",
-            (
-                status,
-                _now_ms(),
-                json.dumps(result) if result is not None else None,
-                json.dumps(error) if error is not None else None,
-                run_id,
-            ),
         )
+        return lambda db: db.execute("UPDATE runs SET status=?, ended_at=?, result=?, error=? WHERE run_id=?", args)
 
     def _set(self, run_id: str, sql: str, args: tuple[Any, ...]) -> None:
         self._writer.run(lambda db: db.execute(sql, args))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,6 +118,16 @@ class SessionManager:
         entry = self._store_for(key).get(key.canonical)
         return SessionRef(key, entry) if entry is not None else None
 
+    def get_if_open(self, key: SessionKey) -> SessionRef | None:
+        """The session when its agent's index is open already (a read that never waits for a
+        writer: fine on the event loop); None when it does not exist or the index is not open yet
+        (opening it is file work, maybe an import: use :meth:`get` in a worker thread)."""
+        store = self._stores.get(key.agent_id)
+        if store is None or not store.is_open:
+            return None
+        entry = store.get(key.canonical)
+        return SessionRef(key, entry) if entry is not None else None
+
     def require(self, key: SessionKey) -> SessionRef:
         ref = self.get(key)
         if ref is None:
@@ -180,22 +190,12 @@ class SessionManager:
         if create:
             self.ensure(key)
         store = self._store_for(key)
+        return SessionRef(key, SessionEntry.model_validate(store.update(key.canonical, _merge(key, changes, touch))))
 
-        def change(current: dict[str, Any] | None) -> dict[str, Any]:
-            if current is None:
-                raise NotFound(f"session not found: {key}")
-            merged = dict(current)
-            for name, value in changes.items():
-                if value is None:
-                    merged.pop(name, None)
-                else:
-                    merged[name] = value
-            if touch:
-                merged["updatedAt"] = max(now_ms(), int(current.get("updatedAt", 0)))
-            _check_entry(merged)  # never store an entry we could not read back
-            return merged
-
-        return SessionRef(key, SessionEntry.model_validate(store.update(key.canonical, change)))
+    async def aupdate_entry(self, key: SessionKey, changes: dict[str, Any], *, touch: bool = True) -> SessionRef:
+        """:meth:`update_entry` of an existing session from the event loop (no worker thread)."""
+        stored = await self._store_for(key).aupdate(key.canonical, _merge(key, changes, touch))
+        return SessionRef(key, SessionEntry.model_validate(stored))
 
     def reset(self, key: SessionKey) -> tuple[SessionRef, str | None]:
         """New sessionId for ``key``; the old transcript is archived. Returns (ref, archived path)."""
@@ -270,6 +270,26 @@ _KEPT_ON_RESET = frozenset(
         "chatType",
     }
 )
+
+
+def _merge(key: SessionKey, changes: dict[str, Any], touch: bool) -> Callable[[dict[str, Any] | None], dict[str, Any]]:
+    """The change that merges ``changes`` (None removes a field) into the existing entry."""
+
+    def change(current: dict[str, Any] | None) -> dict[str, Any]:
+        if current is None:
+            raise NotFound(f"session not found: {key}")
+        merged = dict(current)
+        for name, value in changes.items():
+            if value is None:
+                merged.pop(name, None)
+            else:
+                merged[name] = value
+        if touch:
+            merged["updatedAt"] = max(now_ms(), int(current.get("updatedAt", 0)))
+        _check_entry(merged)  # never store an entry we could not read back
+        return merged
+
+    return change
 
 
 def _check_entry(raw: dict[str, Any]) -> None:

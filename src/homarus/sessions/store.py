@@ -26,6 +26,7 @@ Methods block (SQLite, fsync): call them from a worker thread.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -110,6 +111,10 @@ class SessionStore:
         self._lock = threading.Lock()  # opening, and the reader (one statement at a time)
         self._warned_at = -1e9
 
+    @property
+    def is_open(self) -> bool:
+        return self._reader is not None
+
     # -- reads --------------------------------------------------------------------------------------
     def read(self) -> Entries:
         """Every entry as its raw JSON object (O(sessions): listings, exports, doctor)."""
@@ -147,7 +152,16 @@ class SessionStore:
         the write transaction; if it raises, nothing is written. Returns what is stored afterwards,
         once it is committed (with the other writes waiting at the same time: group commit).
         """
+        return self._writing().run(self._update_op(key, change))
 
+    async def aupdate(self, key: str, change: Change) -> dict[str, Any] | None:
+        """:meth:`update` from the event loop: handed to the writer directly, no worker thread
+        (the first use of a store opens it, file work: that one goes through a worker thread)."""
+        if self._writer is None:
+            return await asyncio.to_thread(self.update, key, change)
+        return await asyncio.wrap_future(self._writing().submit(self._update_op(key, change)))
+
+    def _update_op(self, key: str, change: Change) -> Callable[[sqlite3.Connection], dict[str, Any] | None]:
         def op(db: sqlite3.Connection) -> dict[str, Any] | None:
             current = self._row(db, key)
             before = _encode(current) if current is not None else None
@@ -162,7 +176,7 @@ class SessionStore:
             self._maintain(db)
             return after
 
-        return self._writing().run(op)
+        return op
 
     def add_missing(self, entries: Entries) -> list[str]:
         """Insert the entries whose key is not stored yet (one transaction); returns the keys added."""

@@ -152,12 +152,15 @@ async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
         origin=call.client.origin(),
     )
     ahead = queue_position(gw)
-    refs: list[SessionRef] = []
     params = p.model_dump(by_alias=True, exclude_none=True)
-    await start_run(
-        gw, req, "agent", params, admit=True, prepare=lambda: refs.append(gw.sessions.ensure(key, label=p.label))
-    )
-    ref = refs[0]
+    ref = gw.sessions.get_if_open(key)  # an existing session: nothing to create, no worker thread
+    if ref is None:
+        refs: list[SessionRef] = []
+        prepare = lambda: refs.append(gw.sessions.ensure(key, label=p.label))  # noqa: E731
+        await start_run(gw, req, "agent", params, admit=True, prepare=prepare)
+        ref = refs[0]
+    else:
+        await start_run(gw, req, "agent", params, admit=True)
     gw.dedupe.put(f"agent:{run_id}", "accepted")
     emit_session_changed(gw, key, "create" if ref.created else "send", runId=run_id)
     call.ack(

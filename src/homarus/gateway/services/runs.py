@@ -81,21 +81,26 @@ async def start_run(
             retryable=True,
             retry_after_ms=2000,
         )
-
-    def accept() -> tuple[Any, bool]:
-        if prepare is not None:
-            prepare()
-        return gateway.journal.accept(
-            req.run_id,
-            kind,
-            params,
-            session_key=req.session_key.canonical,
-            agent_id=req.session_key.agent_id,
-            lane=req.lane,
-            request=req.to_json(),
+    key, request = req.session_key, req.to_json()
+    if prepare is None:  # straight to the journal's writer: no worker thread
+        record, created = await gateway.journal.aaccept(
+            req.run_id, kind, params, session_key=key.canonical, agent_id=key.agent_id, lane=req.lane, request=request
         )
+    else:
 
-    record, created = await asyncio.to_thread(accept)
+        def accept() -> tuple[Any, bool]:
+            prepare()
+            return gateway.journal.accept(
+                req.run_id,
+                kind,
+                params,
+                session_key=key.canonical,
+                agent_id=key.agent_id,
+                lane=req.lane,
+                request=request,
+            )
+
+        record, created = await asyncio.to_thread(accept)
     if created:
         gateway.open_runs += 1
     return created, record
@@ -132,12 +137,8 @@ async def record_end(
         log.info("run %s was cut short by the shutdown; the next start takes it up", run_id)
         gateway.run_events.finished(run_id, status, outcome.started_at, outcome.ended_at, outcome.error)
         return
-    await asyncio.to_thread(
-        gateway.journal.finish,
-        run_id,
-        status,
-        result=payload,
-        error={"message": outcome.error} if outcome.error else None,
+    await gateway.journal.afinish(
+        run_id, status, result=payload, error={"message": outcome.error} if outcome.error else None
     )
     ok = status != "error"
     gateway.dedupe.put(
