@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from homarus.fs import open_durable_sqlite
 from homarus.group_commit import GroupCommitter
@@ -100,6 +100,15 @@ class RunRecord:
         return "running" if self.status == "running" else "queued"
 
 
+class Where(TypedDict, total=False):
+    """Where an accepted run belongs (all optional)."""
+
+    session_key: str | None
+    agent_id: str | None
+    lane: str | None
+    request: dict[str, Any] | None
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -129,51 +138,28 @@ class RunJournal:
         with self._read_lock:
             self._reader.close()
 
-    def accept(
-        self,
-        run_id: str,
-        kind: str,
-        params: dict[str, Any],
-        *,
-        session_key: str | None = None,
-        agent_id: str | None = None,
-        lane: str | None = None,
-        request: dict[str, Any] | None = None,
-    ) -> tuple[RunRecord, bool]:
+    def accept(self, run_id: str, kind: str, params: dict[str, Any], **where: Unpack[Where]) -> tuple[RunRecord, bool]:
         """Record a run as accepted; returns (record, created). A known run id is not re-created."""
-        created = self._writer.run(self._accept_op(run_id, kind, params, session_key, agent_id, lane, request))
-        record = self.get(run_id)
-        assert record is not None
-        return record, created
+        return self._accepted(run_id, self._writer.run(self._accept_op(run_id, kind, params, where)))
 
     async def aaccept(
-        self,
-        run_id: str,
-        kind: str,
-        params: dict[str, Any],
-        *,
-        session_key: str | None = None,
-        agent_id: str | None = None,
-        lane: str | None = None,
-        request: dict[str, Any] | None = None,
+        self, run_id: str, kind: str, params: dict[str, Any], **where: Unpack[Where]
     ) -> tuple[RunRecord, bool]:
         """:meth:`accept` from the event loop: handed to the writer directly, no worker thread."""
-        op = self._accept_op(run_id, kind, params, session_key, agent_id, lane, request)
-        created = await asyncio.wrap_future(self._writer.submit(op))
+        created = await asyncio.wrap_future(self._writer.submit(self._accept_op(run_id, kind, params, where)))
+        return self._accepted(run_id, created)
+
+    def _accepted(self, run_id: str, created: bool) -> tuple[RunRecord, bool]:
         record = self.get(run_id)
         assert record is not None
         return record, created
 
     def _accept_op(
-        self,
-        run_id: str,
-        kind: str,
-        params: dict[str, Any],
-        session_key: str | None,
-        agent_id: str | None,
-        lane: str | None,
-        request: dict[str, Any] | None,
+        self, run_id: str, kind: str, params: dict[str, Any], where: Where
     ) -> Callable[[sqlite3.Connection], bool]:
+        session_key, agent_id = where.get("session_key"), where.get("agent_id")
+        lane, request = where.get("lane"), where.get("request")
+
         def op(db: sqlite3.Connection) -> bool:
             cur = db.execute(
                 "INSERT OR IGNORE INTO runs(run_id, kind, session_key, agent_id, lane, params, status, accepted_at,"
