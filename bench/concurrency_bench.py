@@ -99,8 +99,23 @@ async def _drain(ws: ClientConnection) -> None:
 
 
 async def _prober(url: str, stop: asyncio.Event, rtts: list[float]) -> None:
-    # targeted: it asks for health and nothing else (as a broadcast client it would be one more
-    # watcher receiving every run's events, and its cost would be counted as the runs')
+    """``health`` every 100 ms from a separate process, until ``stop``: the round trips are the
+    gateway's responsiveness as a client sees it (from this process, they would also count the
+    load client's own busy event loop)."""
+    cmd = [sys.executable, str(HERE / "concurrency_bench.py"), "--probe", url]
+    proc = await asyncio.create_subprocess_exec(*cmd, stdout=asyncio.subprocess.PIPE)
+    await stop.wait()
+    proc.send_signal(signal.SIGTERM)
+    out, _ = await proc.communicate()
+    rtts.extend(float(x) for x in orjson.loads(out or b"[]"))
+
+
+async def _probe_main(url: str) -> None:
+    """The prober process: a targeted client (it asks for health and nothing else: as a broadcast
+    client it would be one more watcher of every run's events); prints its round trips on SIGTERM."""
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    rtts: list[float] = []
     ws = await _client(url, targeted=True)
     try:
         n = 0
@@ -114,11 +129,13 @@ async def _prober(url: str, stop: asyncio.Event, rtts: list[float]) -> None:
                 if frame.get("id") == rid:
                     break
             rtts.append(time.perf_counter() - t0)
-            await asyncio.sleep(0.1)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), 0.1)
     except ConnectionClosed:
         rtts.append(float("inf"))
     finally:
         await ws.close()
+    sys.stdout.write(orjson.dumps([r if r != float("inf") else 1e9 for r in rtts]).decode())
 
 
 async def _round(url: str, clients: int, sessions: int, gw: Any, targeted: bool, watchers: int) -> dict[str, Any]:
@@ -172,6 +189,7 @@ def _sampled(gw: Any, out: str | None) -> Iterator[None]:
         progress("py-spy samples in %s", out)
 
 
+HERE = Path(__file__).resolve().parent
 HTTP_CONFIG = {"gateway": {"http": {"endpoints": {"chatCompletions": {"enabled": True}}}}}
 
 
@@ -244,6 +262,9 @@ async def _summary(
 
 
 def main() -> None:
+    if sys.argv[1:2] == ["--probe"]:
+        asyncio.run(_probe_main(sys.argv[2]))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clients", default="100,200,500", help="comma-separated client counts")
     parser.add_argument("--sessions", type=int, default=100)
