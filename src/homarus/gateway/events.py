@@ -141,11 +141,19 @@ class EventBus:
         """Send to every connection allowed to see it (and accepted by ``only``; with
         ``untargeted_only``, not to the targeted-events ones); returns the seq."""
         seq = self.last_seq = next(self._seq)
+        audience = self._everything if untargeted_only else self._recipients
+        if not audience:
+            return seq  # nobody to tell: nothing to serialize
         text = orjson.dumps(event_frame(event, payload, seq=seq, state_version=state_version)).decode()
-        for r in list((self._everything if untargeted_only else self._recipients).values()):
+        for r in list(audience.values()):
             if _eligible(r, guard, only):
                 r.push(text, droppable=droppable)
         return seq
+
+    @property
+    def untargeted(self) -> int:
+        """Connections that take every broadcast (not ``targeted-events``)."""
+        return len(self._everything)
 
     def send_to(self, conn_ids: Iterable[str], event: str, payload: Any = None, *, droppable: bool = False) -> int:
         """Targeted event without seq; returns how many connections got it."""

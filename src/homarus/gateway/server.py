@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import importlib
 import logging
 import socket
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -80,6 +82,9 @@ def _routes(gateway: Gateway) -> list[BaseRoute]:
     return [*routes, *control_ui_routes(gateway)]  # the UI's catch-all GET must stay last
 
 
+_WS_MODULE = "homarus.gateway.ws.connection"
+
+
 def build_asgi(gateway: Gateway, extra_routes: Sequence[BaseRoute] = ()) -> ASGIApp:
     """The ASGI root: WebSocket upgrades to the WS adapter, the rest to the HTTP app."""
 
@@ -93,7 +98,10 @@ def build_asgi(gateway: Gateway, extra_routes: Sequence[BaseRoute] = ()) -> ASGI
 
     async def root(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "websocket":
-            # the protocol stack (frames, handshake, device proofs) loads with the first client
+            # the protocol stack (frames, handshake, device proofs) loads with the first client, in
+            # a worker thread: ~100 ms of imports on the loop would stall every other client
+            if _WS_MODULE not in sys.modules:
+                await asyncio.to_thread(importlib.import_module, _WS_MODULE)
             from homarus.gateway.ws.connection import WSConnection
 
             await WSConnection(gateway, gateway.ws, dict(scope), receive, send).run()

@@ -44,6 +44,10 @@ class WSHub:
 
     def _presence_changed(self) -> None:
         gw = self.gateway
+        if not gw.bus.untargeted:
+            # only targeted-events clients: nobody takes the list, and building it is O(connections)
+            # on every connect and close (a thousand clients coming and going made that quadratic)
+            return
         gw.bus.broadcast(
             "presence",
             {"presence": gw.presence.list()},
