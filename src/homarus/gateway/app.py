@@ -27,6 +27,7 @@ from homarus.gateway.services.build import SERVICES, LazyServices
 from homarus.gateway.services.health import HealthCache
 from homarus.gateway.services.loop_health import LoopHealth
 from homarus.gateway.services.run_recovery import Recovery, recover_runs, resubmit
+from homarus.gateway.services.warm import settle_heap
 from homarus.gateway.ws.hub import WSHub
 from homarus.gateway.ws.presence import Presence
 from homarus.memory import has_memory_files
@@ -166,6 +167,7 @@ class Gateway(LazyServices):
 
             await start_channels(self)
         await resubmit(self, self.recovery)
+        settle_heap()  # what start-up made lives as long as the gateway
         self._serving = True
         if self.built("extensions"):
             await self.plugins.start_services()

