@@ -17,12 +17,13 @@ import argparse
 import asyncio
 import collections
 import contextlib
+import functools
 import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -150,20 +151,8 @@ async def _round(url: str, clients: int, sessions: int, gw: Any, targeted: bool,
     go = asyncio.Event()
     go.set()
     await _run(sockets[0], "agent:main:warm-up", go)
-    stop, rtts = asyncio.Event(), list[float]()
-    prober = asyncio.create_task(_prober(url, stop, rtts))
-    await asyncio.sleep(0.5)
-    start = asyncio.Event()
-    cpu0 = gw.cpu_seconds()
-    tasks = [asyncio.create_task(_run(ws, f"agent:main:load-{i % sessions}", start)) for i, ws in enumerate(sockets)]
-    await asyncio.sleep(0.2)
-    t0 = time.perf_counter()
-    start.set()
-    results = await asyncio.gather(*tasks)
-    wall = time.perf_counter() - t0
-    cpu = gw.cpu_seconds() - cpu0
-    stop.set()
-    await prober
+    runs = [functools.partial(_run, ws, f"agent:main:load-{i % sessions}") for i, ws in enumerate(sockets)]
+    results, wall, cpu, rtts = await _burst(gw, runs)
     for task in drains:
         task.cancel()
     mode = ("targeted" if targeted else "broadcast") + (f" +{watchers} watchers" if watchers else "")
@@ -216,21 +205,32 @@ async def _http_round(gw: Any, clients: int, sessions: int) -> dict[str, Any]:
         go = asyncio.Event()
         go.set()
         await _http_one(client, "warm-up", go)  # see _round: the first run's imports are not a turn's cost
-        stop, rtts = asyncio.Event(), list[float]()
-        prober = asyncio.create_task(_prober(gw.url, stop, rtts))
-        await asyncio.sleep(0.5)
-        start = asyncio.Event()
-        cpu0 = gw.cpu_seconds()
-        tasks = [asyncio.create_task(_http_one(client, f"load-{i % sessions}", start)) for i in range(clients)]
-        await asyncio.sleep(0.2)
-        t0 = time.perf_counter()
-        start.set()
-        results = await asyncio.gather(*tasks)
-        wall = time.perf_counter() - t0
-        cpu = gw.cpu_seconds() - cpu0
-        stop.set()
-        await prober
+        runs = [functools.partial(_http_one, client, f"load-{i % sessions}") for i in range(clients)]
+        results, wall, cpu, rtts = await _burst(gw, runs)
     return await _summary(gw, "http /v1/chat/completions", clients, results, wall, cpu, rtts)
+
+
+Starter = Callable[[asyncio.Event], Coroutine[Any, Any, tuple[str, float]]]
+
+
+async def _burst(gw: Any, runs: Sequence[Starter]) -> tuple[list[tuple[str, float]], float, float, list[float]]:
+    """Start every run at the same moment (each waits for the common start), with the prober
+    running; (results, wall seconds, gateway CPU seconds, health round trips)."""
+    stop, rtts = asyncio.Event(), list[float]()
+    prober = asyncio.create_task(_prober(gw.url, stop, rtts))
+    await asyncio.sleep(0.5)
+    start = asyncio.Event()
+    cpu0 = gw.cpu_seconds()
+    tasks = [asyncio.create_task(run(start)) for run in runs]
+    await asyncio.sleep(0.2)
+    t0 = time.perf_counter()
+    start.set()
+    results = await asyncio.gather(*tasks)
+    wall = time.perf_counter() - t0
+    cpu = gw.cpu_seconds() - cpu0
+    stop.set()
+    await prober
+    return results, wall, cpu, rtts
 
 
 async def _summary(

@@ -32,12 +32,15 @@ def _stored(tmp_path: Path) -> dict[str, int]:
         db.close()
 
 
-def _hold(committer: GroupCommitter) -> tuple[threading.Event, threading.Event, threading.Thread]:
-    """Keep the writer busy with one operation until released (so the next ones gather)."""
+def _hold(
+    committer: GroupCommitter, key: str = "first", value: int = 0
+) -> tuple[threading.Event, threading.Event, threading.Thread]:
+    """Keep the writer busy with one operation (it stores ``key``) until released, so the next
+    ones gather behind it."""
     inside, release = threading.Event(), threading.Event()
 
     def op(db: sqlite3.Connection) -> None:
-        db.execute("INSERT INTO t VALUES ('first', 0)")
+        db.execute("INSERT INTO t VALUES (?, ?)", (key, value))
         inside.set()
         release.wait(10)
 
@@ -106,7 +109,7 @@ def test_a_failing_commit_stores_nothing_of_its_batch_and_tells_everyone(tmp_pat
     try:
         db_ok = committer.run(lambda d: d.execute("INSERT INTO p VALUES (1)").rowcount)
         assert db_ok == 1
-        _, release, first = _hold_fk(committer)
+        _, release, first = _hold(committer, "held", 1)
         out: dict[str, Any] = {}
         threads = [_submit(committer, "good", 1, out), _submit(committer, "dangling", 99, out)]
         _wait_queued(committer, 2)
@@ -119,20 +122,6 @@ def test_a_failing_commit_stores_nothing_of_its_batch_and_tells_everyone(tmp_pat
         assert committer.run(lambda d: d.execute("INSERT INTO t VALUES ('after', 1)").rowcount) == 1
     finally:
         committer.close()
-
-
-def _hold_fk(committer: GroupCommitter) -> tuple[threading.Event, threading.Event, threading.Thread]:
-    inside, release = threading.Event(), threading.Event()
-
-    def op(db: sqlite3.Connection) -> None:
-        db.execute("INSERT INTO t VALUES ('held', 1)")
-        inside.set()
-        release.wait(10)
-
-    thread = threading.Thread(target=committer.run, args=(op,))
-    thread.start()
-    assert inside.wait(10)
-    return inside, release, thread
 
 
 def test_a_write_from_inside_a_write_runs_in_the_same_transaction(committer: GroupCommitter, tmp_path: Path) -> None:
