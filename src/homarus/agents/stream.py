@@ -3,6 +3,12 @@
 Streams: ``lifecycle`` (start, retry, fallback, end, error), ``assistant`` (cumulative text plus
 the new delta), ``tool`` (start, update, result), ``compaction`` (start, end). Each turn's
 messages are handed to ``on_turn_end`` for persistence, in order, one write at a time.
+
+Text deltas that arrive in the same event-loop turn (a provider's network read often carries
+several; a local model's all of them) go out as one ``assistant`` event whose ``delta`` is their
+concatenation: the same text, one frame per recipient instead of one per chunk. A pending delta
+is sent before any other event, so the order clients see never changes; a delta that arrives
+alone is sent at the end of its turn, as before.
 """
 
 from __future__ import annotations
@@ -46,9 +52,14 @@ class EventTranslator:
         self._streamed = False
         self._messages: list[Message] = []
         self._chain: asyncio.Future[None] | None = None
+        self._pending: list[str] = []  # text deltas of this loop turn, not yet sent
+        self._pending_message: AssistantMessage | None = None
+        self._flush_soon: asyncio.Handle | None = None
         self.on_turn_end: Callable[[list[Message]], Awaitable[None]] | None = None
 
     def _emit(self, stream: str, data: dict[str, Any]) -> None:
+        if self._pending:
+            self.flush()
         self.sink(
             {
                 "runId": self.run_id,
@@ -59,6 +70,26 @@ class EventTranslator:
                 "sessionKey": self.session_key,
             }
         )
+
+    def _delta(self, message: AssistantMessage, delta: str) -> None:
+        self._pending.append(delta)
+        self._pending_message = message  # its text is read when sent: once per event, not per chunk
+        if self._flush_soon is None:
+            try:
+                self._flush_soon = asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:  # no loop (a synchronous caller): nothing to wait for
+                self.flush()
+
+    def flush(self) -> None:
+        """Send the text deltas held for the end of this loop turn, as one event."""
+        if self._flush_soon is not None:
+            self._flush_soon.cancel()
+            self._flush_soon = None
+        if self._pending and self._pending_message is not None:
+            delta = "".join(self._pending)
+            self._pending.clear()
+            self._text = self._pending_message.text
+            self._emit("assistant", {"text": self._text, "delta": delta})
 
     # -- lifecycle ------------------------------------------------------------------------------
     def lifecycle_start(self, started_at: int) -> None:
@@ -90,14 +121,15 @@ class EventTranslator:
 
     # -- loop events ----------------------------------------------------------------------------
     def handle(self, event: LoopEvent) -> None:
+        if isinstance(event, MessageUpdate) and isinstance(event.event, TextDelta):
+            self._streamed = True
+            self._delta(event.message, event.event.delta)
+            return
+        if self._pending:
+            self.flush()
         if isinstance(event, MessageStart):
             if isinstance(event.message, AssistantMessage):
                 self._text, self._streamed = "", False
-        elif isinstance(event, MessageUpdate):
-            if isinstance(event.event, TextDelta):
-                self._text = event.message.text
-                self._streamed = True
-                self._emit("assistant", {"text": self._text, "delta": event.event.delta})
         elif isinstance(event, MessageEnd):
             self._messages.append(event.message)
             message = event.message
