@@ -6,6 +6,8 @@ import errno
 import json
 import os
 import re
+import subprocess
+import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 import pytest
 
 from homarus.errors import InvalidRequest
+from homarus.locking import LockTimeout
 from homarus.sessions.transcript import Transcript, TranscriptWriteError, iso_now
 
 ISO_RE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
@@ -381,6 +384,40 @@ def test_append_by_another_object_is_picked_up(t: Transcript) -> None:
     with pytest.raises(InvalidRequest, match="duplicate transcript entry id"):
         t.append({**user(), "id": b["id"]})
     assert [e["id"] for e in Transcript(t.path).read().entries] == [a["id"], b["id"], c["id"]]
+
+
+def test_a_lock_held_by_another_process_is_waited_for_and_dropped_when_it_dies(tmp_path: Path) -> None:
+    t = Transcript(tmp_path / "s1.jsonl", lock_timeout=0.5)
+    t.create("s1")
+    a = t.append(user("a"))
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys, time\n"
+            "fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "time.sleep(60)\n",
+            str(t.path),
+        ],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        with pytest.raises(LockTimeout, match=r"timed out after 0\.5s waiting for .*s1\.jsonl"):
+            t.append(user("b"))
+        assert lines(t.path)[1:] == [a]  # nothing written while another process held the file
+        holder.kill()  # SIGKILL: the kernel drops its lock, no stale lock file to break
+        holder.wait()
+        b = t.append(user("b"))
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert lines(t.path)[1:] == [a, b]
+    assert not list(tmp_path.glob("*.lock"))
 
 
 # -- write failures -----------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Per-session JSONL transcripts: a version-3 header line, then entries linked by id/parentId.
 
 Appends are validated first (shape, and a tool result must answer a tool call already in the
-file), then written as one ``write`` of whole lines and fsynced, under the file's lock. A
+file), then written as one ``write`` of whole lines and fsynced, under the file's own ``flock``
+(other processes append too: a CLI, a second gateway on the same state; a transcript is never
+replaced, so the lock can sit on the file itself, and a holder that dies drops it). A
 crash can leave at most a torn last line; readers ignore it and the next append moves it to a
 ``.torn.<ts>`` sidecar before writing, so no acknowledged line is ever lost or glued to garbage.
 """
@@ -22,7 +24,7 @@ from pydantic import ValidationError
 
 from homarus.errors import InvalidRequest, RuntimeFailure
 from homarus.fs import ensure_private_dir
-from homarus.locking import file_lock
+from homarus.locking import fd_lock
 from homarus.sessions.transcript_schema import CURRENT_VERSION, ENTRY_ADAPTER
 
 __all__ = ["Transcript", "TranscriptView", "TranscriptWriteError", "iso_now"]
@@ -138,22 +140,29 @@ class Transcript:
 
     def append_many(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Append several entries in one write (all or none)."""
-        with file_lock(self.path, timeout=self.lock_timeout):
-            state = self._load_state()
-            if state.size == 0:
-                raise InvalidRequest(f"transcript {self.path.name} does not exist; create it first")
-            try:
-                staged = [self._prepare(e, state) for e in entries]
-                blob = b"".join(orjson.dumps(e) + b"\n" for e in staged)
-                if state.clean_size < state.size:  # only once the new lines are known to be valid
-                    self._set_aside_torn_tail(state)
-                self._write(blob, state)
-            except BaseException:
-                self._state = None  # staging touched the cache; rebuild it from the file next time
-                raise
-            state.size += len(blob)
-            state.clean_size = state.size
-            return staged
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        except FileNotFoundError:
+            raise InvalidRequest(f"transcript {self.path.name} does not exist; create it first") from None
+        try:
+            with fd_lock(fd, str(self.path), timeout=self.lock_timeout):
+                state = self._load_state(os.fstat(fd).st_size)
+                if state.size == 0:
+                    raise InvalidRequest(f"transcript {self.path.name} does not exist; create it first")
+                try:
+                    staged = [self._prepare(e, state) for e in entries]
+                    blob = b"".join(orjson.dumps(e) + b"\n" for e in staged)
+                    if state.clean_size < state.size:  # only once the new lines are known to be valid
+                        self._set_aside_torn_tail(state)
+                    self._write(fd, blob, state)
+                except BaseException:
+                    self._state = None  # staging touched the cache; rebuild it from the file next time
+                    raise
+                state.size += len(blob)
+                state.clean_size = state.size
+                return staged
+        finally:
+            os.close(fd)
 
     def _prepare(self, raw: dict[str, Any], state: _State) -> dict[str, Any]:
         entry = dict(raw)
@@ -185,8 +194,7 @@ class Transcript:
         _track(state, entry)
         return entry
 
-    def _write(self, blob: bytes, state: _State) -> None:
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+    def _write(self, fd: int, blob: bytes, state: _State) -> None:
         try:
             _write_all(fd, blob)
             os.fsync(fd)
@@ -196,8 +204,6 @@ class Transcript:
                 os.ftruncate(fd, state.size)
             self._state = None
             raise TranscriptWriteError(f"cannot append to transcript {self.path.name}: {exc.strerror}") from None
-        finally:
-            os.close(fd)
 
     def _set_aside_torn_tail(self, state: _State) -> None:
         with open(self.path, "rb+") as f:
@@ -215,10 +221,8 @@ class Transcript:
             os.fsync(f.fileno())
         state.size = state.clean_size
 
-    def _load_state(self) -> _State:
-        try:
-            size = self.path.stat().st_size
-        except FileNotFoundError:
+    def _load_state(self, size: int) -> _State:
+        if size == 0:
             return _State(0, 0, None, set(), set(), set())
         if self._state is not None and self._state.size == size:
             return self._state
