@@ -341,3 +341,21 @@ def test_store_and_transcript_handles_are_cached(mgr: SessionManager) -> None:
 
 def test_key_type(mgr: SessionManager) -> None:
     assert mgr.resolve_key("x") == SessionKey("main", "x")
+
+
+def test_transcript_handles_are_bounded_and_an_evicted_one_keeps_working(
+    mgr: SessionManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("homarus.sessions.manager.MAX_TRANSCRIPT_HANDLES", 3)
+    refs = [mgr.ensure(mgr.resolve_key(f"s{i}")) for i in range(5)]
+    first = mgr.transcript_for(refs[0])
+    first.append(_user("one"))
+    for ref in refs[1:]:
+        mgr.transcript_for(ref).append(_user("x"))
+    assert len(mgr._transcripts) == 3  # the least recently used were let go
+    fresh = mgr.transcript_for(refs[0])
+    assert fresh is not first
+    second = fresh.append(_user("two"))  # a new handle learns the file's state
+    third = first.append(_user("three"))  # and the evicted one sees the line it did not write
+    assert third["parentId"] == second["id"]
+    assert [e["message"]["content"] for e in fresh.read().entries] == ["one", "two", "three"]

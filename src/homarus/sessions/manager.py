@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,9 @@ from homarus.sessions.keys import SessionKey, parse_session_key
 from homarus.sessions.store import Maintenance, SessionStore
 from homarus.sessions.transcript import Transcript
 
-__all__ = ["SessionManager", "SessionRef", "now_ms"]
+__all__ = ["MAX_TRANSCRIPT_HANDLES", "SessionManager", "SessionRef", "now_ms"]
+
+MAX_TRANSCRIPT_HANDLES = 4096
 
 
 def now_ms() -> int:
@@ -64,11 +67,17 @@ class SessionManager:
         self.maintenance = maintenance or Maintenance()
         self.workspace = workspace
         self._stores: dict[str, SessionStore] = {}
-        self._transcripts: dict[Path, Transcript] = {}
+        # handles keep what appends need to know (ids, open tool calls); the most recently used
+        # are kept, so a gateway with 100,000 sessions does not hold them all
+        self._transcripts: OrderedDict[tuple[str, str], Transcript] = OrderedDict()
+        self._dirs: dict[str, Path] = {}
 
     # -- paths and handles --------------------------------------------------------------
     def sessions_dir(self, agent_id: str) -> Path:
-        return self.state_dir / "agents" / agent_id / "sessions"
+        path = self._dirs.get(agent_id)
+        if path is None:
+            path = self._dirs[agent_id] = self.state_dir / "agents" / agent_id / "sessions"
+        return path
 
     def store(self, agent_id: str) -> SessionStore:
         store = self._stores.get(agent_id)
@@ -84,10 +93,14 @@ class SessionManager:
             store.close()
 
     def transcript(self, agent_id: str, session_id: str) -> Transcript:
-        path = self.sessions_dir(agent_id) / f"{session_id}.jsonl"
-        t = self._transcripts.get(path)
+        handles = self._transcripts
+        t = handles.get((agent_id, session_id))
         if t is None:
-            t = self._transcripts[path] = Transcript(path)
+            t = handles[agent_id, session_id] = Transcript(self.sessions_dir(agent_id) / f"{session_id}.jsonl")
+            if len(handles) > MAX_TRANSCRIPT_HANDLES:
+                handles.popitem(last=False)  # one still in use keeps working: it rereads a file that grew
+        else:
+            handles.move_to_end((agent_id, session_id))
         return t
 
     def transcript_for(self, ref: SessionRef) -> Transcript:
@@ -243,7 +256,7 @@ class SessionManager:
             os.replace(path, target)
         except FileNotFoundError:
             return None
-        self._transcripts.pop(path, None)
+        self._transcripts.pop((agent_id, session_id), None)
         return str(target)
 
 
