@@ -18,6 +18,7 @@ import asyncio
 import collections
 import contextlib
 import functools
+import shutil
 import signal
 import subprocess
 import sys
@@ -168,7 +169,12 @@ def _sampled(gw: Any, out: str | None) -> Iterator[None]:
     if out is None:
         yield
         return
-    cmd = ["py-spy", "record", "--pid", str(gw.proc.pid), "--format", "raw", "--rate", "200", "--gil", "-o", out]
+    spy_bin = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    if not Path(spy_bin).exists():
+        progress("py-spy is not installed (pip install py-spy): round not sampled")
+        yield
+        return
+    cmd = [spy_bin, "record", "--pid", str(gw.proc.pid), "--format", "raw", "--rate", "200", "--gil", "-o", out]
     spy = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         yield

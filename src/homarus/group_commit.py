@@ -1,10 +1,13 @@
-"""One writer thread per SQLite database, committing together whatever is waiting (group commit).
+"""A SQLite database's writer, committing together whatever is waiting (group commit).
 
 Why not a transaction per write: each commit of a durable database is an fsync, and with many
 conversations at once the worker threads that write queue up on the one connection's lock,
 handing it (and the GIL) back and forth for every write. Here a write is an operation handed to
-the database's writer thread. While one commit's fsync runs, the next operations gather; the
-writer then runs them all inside one ``BEGIN IMMEDIATE`` and commits them with one fsync. No
+the writer, which runs on the runs' file-work lane (``homarus.io_lane``: one thread for all of
+the gateway's small file work, so a write costs no hand-over between more threads). While one
+commit's fsync runs, the next operations gather; the writer then runs them all inside one
+``BEGIN IMMEDIATE`` and commits them with one fsync. A blocking write made on the lane itself
+(a run's first trip records its start) commits what is waiting at once, itself included. No
 caller learns its write is done before the commit that holds it returned, so the durability of
 each write is what it was with its own transaction.
 
@@ -24,6 +27,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from homarus.io_lane import lane_executor, on_lane
+
 __all__ = ["GroupCommitter"]
 
 T = TypeVar("T")
@@ -40,9 +45,10 @@ class GroupCommitter:
         self._db = db
         self._name = name
         self._max_batch = max_batch
-        self._queue: queue.SimpleQueue[tuple[Op, concurrent.futures.Future[Any]] | None] = queue.SimpleQueue()
-        self._thread: threading.Thread | None = None
-        self._start_lock = threading.Lock()
+        self._queue: queue.SimpleQueue[tuple[Op, concurrent.futures.Future[Any]]] = queue.SimpleQueue()
+        self._state_lock = threading.Lock()
+        self._scheduled = False  # a drain is queued on the lane and has not started
+        self._in_batch = False
         self._closed = False
         #: transactions committed so far (for tests and benchmarks)
         self.commits = 0
@@ -50,58 +56,66 @@ class GroupCommitter:
     def run(self, op: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``op(connection)`` in the writer's next transaction; return its result once that
         transaction is committed (blocking: call it from a worker thread, never the event loop)."""
-        if threading.current_thread() is self._thread:
+        if not on_lane():
+            return self.submit(op).result()
+        if self._in_batch:
             return op(self._db)  # an operation that writes again: it is inside a batch already
-        return self.submit(op).result()
+        future = self._enqueue(op)
+        self._drain()  # on the lane: waiting for a drain queued behind this trip would never end
+        return future.result()
 
     def submit(self, op: Callable[[sqlite3.Connection], T]) -> concurrent.futures.Future[T]:
         """Queue ``op`` for the writer's next transaction; the future is done once that transaction
         is committed. From the event loop: ``await asyncio.wrap_future(committer.submit(op))``, one
         hand-over to the writer and one back, no worker thread in between."""
+        future = self._enqueue(op)
+        with self._state_lock:
+            if self._scheduled:
+                return future  # the queued drain takes it
+            self._scheduled = True
+        lane_executor().submit(self._scheduled_drain)
+        return future
+
+    def close(self) -> None:
+        """Commit what is queued and close the connection (later writes are refused)."""
+        with self._state_lock:
+            self._closed = True
+        if on_lane():
+            self._close_now()
+        else:
+            lane_executor().submit(self._close_now).result()
+
+    def _close_now(self) -> None:
+        self._drain()
+        self._db.close()
+
+    def _enqueue(self, op: Callable[[sqlite3.Connection], T]) -> concurrent.futures.Future[T]:
         if self._closed:
             raise sqlite3.ProgrammingError(f"{self._name}: the database is closed")
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         self._queue.put((op, future))
-        self._ensure_started()
         return future
 
-    def close(self) -> None:
-        """Commit what is queued, stop the writer and close the connection."""
-        with self._start_lock:
-            self._closed = True
-            thread = self._thread
-        if thread is not None:
-            self._queue.put(None)
-            thread.join()
-        self._db.close()
+    def _scheduled_drain(self) -> None:
+        with self._state_lock:
+            self._scheduled = False  # from here, a new write queues another drain: none is lost
+        self._drain()
 
-    def _ensure_started(self) -> None:
-        if self._thread is not None:
-            return
-        with self._start_lock:
-            if self._thread is None and not self._closed:
-                self._thread = threading.Thread(target=self._serve, name=f"writer:{self._name}", daemon=True)
-                self._thread.start()
-
-    def _serve(self) -> None:
+    def _drain(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            batch = [item]
-            stop = False
+            batch: list[tuple[Op, concurrent.futures.Future[Any]]] = []
             while len(batch) < self._max_batch:
                 try:
-                    more = self._queue.get_nowait()
+                    batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-                if more is None:
-                    stop = True
-                    break
-                batch.append(more)
-            self._commit(batch)
-            if stop:
+            if not batch:
                 return
+            self._in_batch = True
+            try:
+                self._commit(batch)
+            finally:
+                self._in_batch = False
 
     def _commit(self, batch: list[tuple[Op, concurrent.futures.Future[Any]]]) -> None:
         db = self._db

@@ -32,6 +32,7 @@ from homarus.agents.stream import EventTranslator
 from homarus.audit.trail import AuditSink, RunAudit
 from homarus.config.schema import HomarusConfig
 from homarus.errors import HomarusError, RuntimeFailure, Unavailable
+from homarus.io_lane import run_on_lane
 from homarus.messages import AssistantMessage, Message, TextContent, UserMessage
 from homarus.plugins import events as ev
 from homarus.plugins.runner import HookRunner
@@ -250,7 +251,7 @@ class AgentRuntime:
         ws = setup.workspace_dir(key.agent_id, cfg, self.state_dir)
         # all the file work a run needs before the model, in one trip to a worker thread
         skill_dirs = self.services.get("skill_dirs")
-        loaded = await asyncio.to_thread(self._load, req, active, cfg, ws, skill_dirs)
+        loaded = await run_on_lane(self._load, req, active, cfg, ws, skill_dirs)
         ref, history, ids, injections, files, point, skills = loaded
         ctx = ev.HookContext(
             agent_id=key.agent_id,
@@ -319,7 +320,7 @@ class AgentRuntime:
         if blocked is not None:
             # a blocked run keeps only the plugin's replacement text, never the original prompt
             stored = UserMessage(blocked.message or "[message withheld by a plugin]")
-            await asyncio.to_thread(self._write, transcript, phases, req.run_id, [stored])
+            await run_on_lane(self._write, transcript, phases, req.run_id, [stored])
             return await self._end(req, active, translator, ctx, hooks, error=f"run blocked: {blocked.reason}")
         prompts: list[Message] = []
         if point.final is not None:  # it had answered before the restart: only the bookkeeping is left
@@ -328,9 +329,7 @@ class AgentRuntime:
             )
         if not point.started:
             user = UserMessage(request_content(req))
-            written = (await asyncio.to_thread(self._write, transcript, phases, req.run_id, [user], joined=req.joined))[
-                0
-            ]
+            written = (await run_on_lane(self._write, transcript, phases, req.run_id, [user], joined=req.joined))[0]
             if written is not None:
                 entry_ids[id(user)] = written["id"]
             claimed = await phases.claim_reply(req.message)
@@ -338,7 +337,7 @@ class AgentRuntime:
                 reply = AssistantMessage(
                     [TextContent(claimed.reply or "")], api="plugin", provider="plugin", model="before_agent_reply"
                 )
-                await asyncio.to_thread(self._write, transcript, phases, req.run_id, [reply])
+                await run_on_lane(self._write, transcript, phases, req.run_id, [reply])
                 return await self._end(req, active, translator, ctx, hooks, final=reply, model_ref="plugin")
             model_user = user
             if changes.prepend or changes.append:  # what the model sees; the transcript keeps the user's words
@@ -388,7 +387,7 @@ class AgentRuntime:
         async def on_turn_end(messages: list[Message]) -> None:
             fresh = [m for m in messages if id(m) not in persisted]
             if fresh:
-                rows = await asyncio.to_thread(self._write, transcript, phases, req.run_id, fresh, owners=active.owners)
+                rows = await run_on_lane(self._write, transcript, phases, req.run_id, fresh, owners=active.owners)
                 for m, row in zip(fresh, rows, strict=True):
                     persisted.add(id(m))
                     if row is not None:

@@ -75,7 +75,7 @@ class LoopHealth:
             wall = t1 - t0
             if wall > 0:
                 utilization, cpu_ratio = min(1.0, (th1 - th0) / wall), (p1 - p0) / wall
-                # every thread besides the loop's is a worker here (the to_thread pool: file and
+                # every thread besides the loop's is a worker here (the io lane and the to_thread pool: file and
                 # SQLite work); there are no other runtime threads to tell apart
                 breakdown["mainThreadCoreRatio"] = round(utilization, 3)
                 breakdown["workerCoreRatio"] = round(max(0.0, cpu_ratio - utilization), 3)

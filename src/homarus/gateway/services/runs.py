@@ -9,7 +9,6 @@ journal, the idempotency cache and the ``agent.wait`` snapshots.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING, Any
@@ -18,6 +17,7 @@ from homarus.agents.request import RunRequest
 from homarus.agents.runs import RunOutcome
 from homarus.errors import Unavailable
 from homarus.gateway.services.warm import runs_ready
+from homarus.io_lane import run_on_lane
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -100,7 +100,7 @@ async def start_run(
                 request=request,
             )
 
-        record, created = await asyncio.to_thread(accept)
+        record, created = await run_on_lane(accept)
     if created:
         gateway.open_runs += 1
     return created, record
