@@ -1,4 +1,4 @@
-"""Agent events from loop events: text deltas of one loop turn go out as one event, in order."""
+"""Agent events from loop events: text deltas go out at most once per display frame, in order."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from homarus.agents.events import MessageEnd, MessageStart, MessageUpdate, ToolStart
 from homarus.agents.runs import RunOutcome
-from homarus.agents.stream import EventTranslator
+from homarus.agents.stream import DELTA_FRAME_S, EventTranslator
 from homarus.messages import AssistantMessage, TextContent, TextDelta
 
 
@@ -38,19 +38,31 @@ async def test_deltas_of_one_turn_are_one_event_with_their_concatenation() -> No
     ]
 
 
-async def test_deltas_of_separate_turns_are_separate_events() -> None:
+async def test_deltas_within_a_display_frame_are_held_and_sent_together() -> None:
     tr, seen = _translator()
     msg = AssistantMessage()
     tr.handle(MessageStart(msg))
     for chunk in ("a", "b", "c"):
         tr.handle(_grow(msg, chunk))
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # a turn each: the first goes out, the next two wait for the frame
+    assert [e["data"] for e in seen] == [{"text": "a", "delta": "a"}]
+    await asyncio.sleep(DELTA_FRAME_S * 2)
+    assert [e["data"] for e in seen] == [{"text": "a", "delta": "a"}, {"text": "abc", "delta": "bc"}]
+    assert [e["seq"] for e in seen] == [1, 2]
+
+
+async def test_deltas_further_apart_than_a_frame_are_separate_events() -> None:
+    tr, seen = _translator()
+    msg = AssistantMessage()
+    tr.handle(MessageStart(msg))
+    for chunk in ("a", "b", "c"):
+        tr.handle(_grow(msg, chunk))
+        await asyncio.sleep(DELTA_FRAME_S * 2)
     assert [e["data"] for e in seen] == [
         {"text": "a", "delta": "a"},
         {"text": "ab", "delta": "b"},
         {"text": "abc", "delta": "c"},
     ]
-    assert [e["seq"] for e in seen] == [1, 2, 3]
 
 
 async def test_a_held_delta_goes_out_before_any_other_event() -> None:

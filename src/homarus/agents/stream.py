@@ -4,16 +4,19 @@ Streams: ``lifecycle`` (start, retry, fallback, end, error), ``assistant`` (cumu
 the new delta), ``tool`` (start, update, result), ``compaction`` (start, end). Each turn's
 messages are handed to ``on_turn_end`` for persistence, in order, one write at a time.
 
-Text deltas that arrive in the same event-loop turn (a provider's network read often carries
-several; a local model's all of them) go out as one ``assistant`` event whose ``delta`` is their
-concatenation: the same text, one frame per recipient instead of one per chunk. A pending delta
-is sent before any other event, so the order clients see never changes; a delta that arrives
-alone is sent at the end of its turn, as before.
+Text deltas are sent at most once per display frame (:data:`DELTA_FRAME_S`, 16 ms) per run: a
+delta after a quiet frame goes out at the end of its event-loop turn; the ones that follow within
+the frame are held and go out together as one ``assistant`` event whose ``delta`` is their
+concatenation (and whose ``text`` is the cumulative text, as always). A fast model (or a network
+read that carries many chunks) then costs one frame per recipient per 16 ms instead of one per
+chunk, and nobody can see the difference. A held delta is sent before any other event of the run,
+so the order clients see never changes.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import time
 from collections.abc import Awaitable, Callable
@@ -34,9 +37,11 @@ from homarus.agents.events import (
 from homarus.agents.runs import RunOutcome
 from homarus.messages import AssistantMessage, Message, TextDelta
 
-__all__ = ["EventTranslator"]
+__all__ = ["DELTA_FRAME_S", "EventTranslator"]
 
-MAX_EVENT_RESULT_CHARS = 8_000  # tool results in events are for display; the transcript keeps all
+MAX_EVENT_RESULT_CHARS = 8_000
+#: text deltas of a run are sent at most once per this many seconds (a 60 Hz display frame)
+DELTA_FRAME_S = 0.016  # tool results in events are for display; the transcript keeps all
 
 
 class EventTranslator:
@@ -55,6 +60,7 @@ class EventTranslator:
         self._pending: list[str] = []  # text deltas of this loop turn, not yet sent
         self._pending_message: AssistantMessage | None = None
         self._flush_soon: asyncio.Handle | None = None
+        self._last_delta_sent = -DELTA_FRAME_S
         self.on_turn_end: Callable[[list[Message]], Awaitable[None]] | None = None
 
     def _emit(self, stream: str, data: dict[str, Any]) -> None:
@@ -74,14 +80,18 @@ class EventTranslator:
     def _delta(self, message: AssistantMessage, delta: str) -> None:
         self._pending.append(delta)
         self._pending_message = message  # its text is read when sent: once per event, not per chunk
-        if self._flush_soon is None:
-            try:
-                self._flush_soon = asyncio.get_running_loop().call_soon(self.flush)
-            except RuntimeError:  # no loop (a synchronous caller): nothing to wait for
-                self.flush()
+        if self._flush_soon is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a synchronous caller): nothing to wait for
+            self.flush()
+            return
+        wait = self._last_delta_sent + DELTA_FRAME_S - loop.time()
+        self._flush_soon = loop.call_soon(self.flush) if wait <= 0 else loop.call_later(wait, self.flush)
 
     def flush(self) -> None:
-        """Send the text deltas held for the end of this loop turn, as one event."""
+        """Send the text deltas held so far, as one event."""
         if self._flush_soon is not None:
             self._flush_soon.cancel()
             self._flush_soon = None
@@ -89,6 +99,8 @@ class EventTranslator:
             delta = "".join(self._pending)
             self._pending.clear()
             self._text = self._pending_message.text
+            with contextlib.suppress(RuntimeError):
+                self._last_delta_sent = asyncio.get_running_loop().time()
             self._emit("assistant", {"text": self._text, "delta": delta})
 
     # -- lifecycle ------------------------------------------------------------------------------

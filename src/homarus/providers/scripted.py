@@ -142,11 +142,18 @@ class ScriptedProvider:
     api = "scripted"
 
     def __init__(
-        self, steps: Iterable[Step] = (), *, then: Literal["error", "echo", "repeat"] = "error", chunk: int = 8
+        self,
+        steps: Iterable[Step] = (),
+        *,
+        then: Literal["error", "echo", "repeat"] = "error",
+        chunk: int = 8,
+        pace_s: float = 0.0,
     ) -> None:
         self.steps: deque[Step] = deque(steps)
         self.then = then
         self.chunk = max(1, chunk)
+        #: pause between text chunks (0: a loop turn each), to stream like a model over a network
+        self.pace_s = pace_s
         self.requests: list[Context] = []
         self._last: Step | None = None
         self._call_ids = 0
@@ -213,7 +220,7 @@ class ScriptedProvider:
                 piece = step.text[start : start + self.chunk]
                 block.text += piece
                 yield TextDelta(index, piece)
-                await asyncio.sleep(0)
+                await asyncio.sleep(self.pace_s)
             index += 1
         for n, (name, args) in enumerate(step.tool_calls):
             self._call_ids += 1

@@ -51,7 +51,8 @@ def test_chat_completion_non_streaming(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_chat_completion_streaming_with_usage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with api_gateway(tmp_path, monkeypatch, [Reply(LONG)]) as (gw, _):
+    with api_gateway(tmp_path, monkeypatch, [Reply(LONG)]) as (gw, provider):
+        provider.chunk, provider.pace_s = 60, 0.03  # deltas further apart than a display frame
         stream = client(gw).chat.completions.create(
             model="homarus",
             messages=[{"role": "user", "content": "tell me"}],
@@ -177,7 +178,8 @@ def test_responses_non_streaming_and_previous_response_id(tmp_path: Path, monkey
 
 
 def test_responses_streaming_event_sequence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    with api_gateway(tmp_path, monkeypatch, [Reply(LONG)]) as (gw, _):
+    with api_gateway(tmp_path, monkeypatch, [Reply(LONG)]) as (gw, provider):
+        provider.chunk, provider.pace_s = 60, 0.03  # deltas further apart than a display frame
         events = list(
             client(gw).responses.create(
                 model="homarus/ops",
