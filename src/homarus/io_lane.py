@@ -5,10 +5,11 @@ session index and the run journal (``homarus.group_commit``).
 Why not the shared pool: under load, every trip to the pool woke another of its threads, and
 those threads fought the event loop for the interpreter lock around each of their system calls.
 On the 2-core bench machine a third of the gateway's CPU went to those hand-offs (futex waits
-and wake-ups in the kernel), not to the work. One thread running the trips back to back, as
-they come, measured 4.9 ms of gateway CPU per echo run against 5.9-6.3 with the pool
-(``bench/concurrency_bench.py``, 500 clients). The work is bounded and local: what may wait on
-something else for long (network, a subprocess, a user) belongs in the pool, never here.
+and wake-ups in the kernel), not to the work; with one thread running the trips back to back,
+the kernel time per 500 echo runs fell by about half (``bench/RESULTS.md``, issue #23). The work
+is bounded and local: what may wait on something else for long (network, a subprocess, a user)
+belongs in the pool, never here. (A transcript locked by another process for long would hold the
+lane up to its lock timeout: a rare case, traded for the common one.)
 
 Trips keep FIFO order, and each runs in a copy of its caller's context (as ``asyncio.to_thread``).
 """
