@@ -62,7 +62,7 @@ bench-peer: install
 
 # the image of the Docker sandbox backend (only needed with agents.defaults.sandbox.backend: docker)
 sandbox-image:
-	docker build -t homarus-sandbox:bookworm-slim -f docker/sandbox.Dockerfile docker
+	bash scripts/sandbox-image.sh
 
 clean:
 	rm -rf $(VENV) $(LINT_VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache

@@ -426,11 +426,18 @@ class FakeEngine:
         self.calls: list[list[str]] = []
         self.containers: dict[str, dict[str, Any]] = {}
         self.fail: dict[str, tuple[int, str]] = {}
+        self.image_checks: list[str] = []
+        self.missing_images: set[str] = set()
 
     async def __call__(self, args: Sequence[str], timeout: float) -> tuple[int, str, str]:
         args = list(args)
-        self.calls.append(args)
         assert timeout > 0
+        if args[:2] == ["image", "inspect"]:  # the image check before a create: kept apart from `calls`
+            self.image_checks.append(args[-1])
+            if args[-1] in self.missing_images:
+                return 1, "[]\n", f"Error response from daemon: No such image: {args[-1]}\n"
+            return 0, "sha256:0\n", ""
+        self.calls.append(args)
         verb = args[0]
         if verb in self.fail:
             rc, err = self.fail[verb]
@@ -525,13 +532,40 @@ async def test_failed_setup_removes_the_container(tmp_path: Path, engine: FakeEn
 
 
 async def test_engine_failure_is_unavailable(tmp_path: Path, engine: FakeEngine, clock: Clock) -> None:
-    engine.fail["create"] = (125, "Unable to find image 'homarus-sandbox:bookworm-slim' locally")
-    with pytest.raises(Unavailable, match=r"docker create failed \(exit 125\): Unable to find image"):
+    engine.fail["create"] = (125, "Error response from daemon: invalid mount config")
+    with pytest.raises(Unavailable, match=r"docker create failed \(exit 125\): Error response from daemon: invalid"):
         await sandbox(tmp_path, engine, clock).ensure("s")
     assert engine.verbs() == ["inspect", "create", "rm"]  # a create that timed out may have made it
     engine.fail = {"inspect": (1, "Cannot connect to the Docker daemon")}
     with pytest.raises(Unavailable, match="Cannot connect"):
         await sandbox(tmp_path, engine, clock).ensure("s")
+
+
+async def test_a_missing_image_is_named_with_how_to_make_it(tmp_path: Path, engine: FakeEngine, clock: Clock) -> None:
+    engine.missing_images.add("homarus-sandbox:bookworm-slim")
+    with pytest.raises(Unavailable, match=r"image homarus-sandbox:bookworm-slim is not on .*`make sandbox-image`"):
+        await sandbox(tmp_path, engine, clock).ensure("s")
+    assert "create" not in engine.verbs()  # the default image is never pulled: no registry has it
+    # another image may be pulled by `docker create`; when that fails, the error names it
+    engine.fail["create"] = (125, "Unable to find image 'acme/tools:1' locally\npull access denied for acme/tools")
+    with pytest.raises(Unavailable, match=r"the sandbox image acme/tools:1 is not on the Docker engine and could"):
+        await sandbox(tmp_path, engine, clock, SandboxDockerConfig(image="acme/tools:1")).ensure("s")
+
+
+@pytest.mark.parametrize(
+    "rc, err",
+    [
+        (1, "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"),
+        (1, "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock"),
+        (127, "the docker CLI was not found (docker)"),
+    ],
+)
+async def test_no_engine_is_one_clear_error(tmp_path: Path, engine: FakeEngine, clock: Clock, rc: int, err: str) -> None:
+    engine.fail["inspect"] = (rc, err)
+    with pytest.raises(Unavailable, match=r"(no Docker engine answers|the docker CLI cannot run here).*none ran"):
+        await sandbox(tmp_path, engine, clock).ensure("s")
+    assert engine.verbs() == ["inspect"]
+
 
 
 async def test_ensure_reuses_when_hash_matches(tmp_path: Path, engine: FakeEngine, clock: Clock) -> None:

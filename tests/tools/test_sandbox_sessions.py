@@ -222,8 +222,11 @@ async def test_docker_backend_is_chosen_when_an_engine_answers(
     assert view.root.parent.name == "sandboxes" and view.root.is_dir()
     if shutil.which("docker") is None:
         return
-    # the engine is not really there: the command does not start, and says why (nothing on the host)
+    # the engine is not there (its socket answers nobody): the command does not start, and says
+    # why in one line; nothing runs on the host
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{view.root.parent}/no-engine.sock")
     exec_tool, _ = make_exec_tools(ExecPolicy("full"))
     result = await exec_tool.execute(ctx_for(view), {"command": "touch ran"})
     assert result.is_error and "did not start" in text_of(result), text_of(result)
+    assert "no Docker engine answers" in text_of(result) and "none ran on the host" in text_of(result)
     assert not (view.root / "ran").exists()

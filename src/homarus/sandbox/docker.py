@@ -38,11 +38,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from homarus.config.sandbox import SandboxConfig, SandboxDockerConfig, SandboxPrune
+from homarus.config.sandbox import SandboxConfig, SandboxDockerConfig, SandboxLimits, SandboxPrune
 from homarus.errors import Unavailable
 from homarus.fs import ensure_private_dir
 from homarus.sandbox.bwrap import Launch
 from homarus.sandbox.docker_args import (
+    EXEC_ID_ENV,
     LABEL_CONFIG_HASH,
     LABEL_CREATED_AT,
     LABEL_SANDBOX,
@@ -95,6 +96,35 @@ RECHECK_MS = 15_000
 Decision = Literal["create", "reuse", "recreate", "keep-stale", "foreign"]
 
 
+def with_limits(cfg: SandboxDockerConfig, limits: SandboxLimits) -> SandboxDockerConfig:
+    """The container settings with ``agents.defaults.sandbox.limits`` where ``docker`` sets none:
+    the same bounds as under bubblewrap (processes, memory, file size, CPU seconds), as cgroup
+    limits and ulimits of the container. What ``docker`` sets itself wins."""
+    ulimits = dict(cfg.ulimits)
+    ulimits.setdefault("fsize", limits.file_size_mb * 1024 * 1024)
+    ulimits.setdefault("cpu", limits.cpu_seconds)
+    return cfg.model_copy(
+        update={
+            "pids_limit": cfg.pids_limit if cfg.pids_limit is not None else limits.pids,
+            "memory": cfg.memory if cfg.memory is not None else f"{limits.memory_mb}m",
+            "ulimits": ulimits,
+        }
+    )
+
+
+def _raise_if_no_engine(rc: int, err: str) -> None:
+    """One clear error when there is no engine to talk to (the CLI missing, the daemon stopped,
+    its socket refused): sandboxed commands are refused then, never run on the host."""
+    if rc in (126, 127):
+        raise Unavailable(f"the docker CLI cannot run here ({tail(err)}); sandboxed commands are refused, none ran")
+    if _NO_ENGINE.search(err):
+        raise Unavailable(
+            f"no Docker engine answers ({tail(err)}): start it (dockerd) or check DOCKER_HOST; "
+            "sandboxed commands are refused, none ran on the host",
+            retryable=True,
+        )
+
+
 # -- decisions --------------------------------------------------------------------------------
 
 
@@ -129,6 +159,22 @@ def _noop() -> None:
 
 
 _NO_SUCH = re.compile(r"no such (container|object)", re.IGNORECASE)
+_NO_ENGINE = re.compile(
+    r"cannot connect to the docker daemon|docker daemon is not running|dial unix .*(no such file|connection refused)"
+    r"|permission denied while trying to connect|error during connect",
+    re.IGNORECASE,
+)
+_NO_IMAGE = re.compile(
+    r"no such image|unable to find image|pull access denied|manifest unknown|repository does not exist", re.I
+)
+#: the image ``make sandbox-image`` builds (``agents.defaults.sandbox.docker.image``'s default)
+DEFAULT_IMAGE = "homarus-sandbox:bookworm-slim"
+#: kills every process carrying ``HOMARUS_EXEC_ID=<id>`` in the container (``$1``: the id)
+_REAP_SCRIPT = (
+    'for p in /proc/[0-9]*; do grep -qsxz "' + EXEC_ID_ENV + '=$1" "$p/environ" && kill -KILL "${p#/proc/}"; '
+    "done 2>/dev/null; exit 0"
+)
+REAP_TIMEOUT_S = 15.0
 
 
 class DockerSandbox:
@@ -189,7 +235,7 @@ class DockerSandbox:
         """The sandbox of ``agents.defaults.sandbox`` (its ``docker``, ``workspaceAccess``, ``prune``)."""
         root = Path(sandbox.workspace_root).expanduser() if sandbox.workspace_root else None
         return cls(
-            sandbox.docker,
+            with_limits(sandbox.docker, sandbox.limits),
             state_dir=state_dir,
             workspace_access=sandbox.workspace_access,
             agent_workspace=agent_workspace,
@@ -236,6 +282,7 @@ class DockerSandbox:
     async def _docker(self, args: Sequence[str], timeout: float, what: str) -> str:
         rc, out, err = await self.runner(args, timeout)
         if rc != 0:
+            _raise_if_no_engine(rc, err)
             raise Unavailable(f"docker {what} failed (exit {rc}): {tail(err) or tail(out)}", retryable=True)
         return out
 
@@ -247,6 +294,7 @@ class DockerSandbox:
         """The container's state and labels; None when there is no container of that name."""
         rc, out, err = await self.runner(["inspect", "--type", "container", name], INSPECT_TIMEOUT_S)
         if rc != 0:
+            _raise_if_no_engine(rc, err)
             if _NO_SUCH.search(err) or _NO_SUCH.search(out):
                 return None
             raise Unavailable(f"docker inspect failed (exit {rc}): {tail(err)}", retryable=True)
@@ -279,8 +327,17 @@ class DockerSandbox:
             home=self.home,
             state_dir=self.state_dir,
         )
+        await self._check_image()
         try:  # a create that timed out may still have made the container
-            await self._docker(args, CREATE_TIMEOUT_S, "create")
+            rc, out, err = await self.runner(args, CREATE_TIMEOUT_S)
+            if rc != 0:
+                _raise_if_no_engine(rc, err)
+                if _NO_IMAGE.search(err):
+                    raise Unavailable(
+                        f"the sandbox image {self.cfg.image} is not on the Docker engine and could not be pulled "
+                        f"({tail(err)}): pull or build it, or set agents.defaults.sandbox.docker.image; nothing was run"
+                    )
+                raise Unavailable(f"docker create failed (exit {rc}): {tail(err) or tail(out)}", retryable=True)
             await self._docker(["start", name], START_TIMEOUT_S, "start")
             if self.cfg.setup_command:
                 setup = ["exec", "-i", name, "/bin/sh", "-lc", self.cfg.setup_command]
@@ -289,6 +346,21 @@ class DockerSandbox:
             await asyncio.shield(self._remove_container(name))  # the next ensure starts from scratch
             raise
         log.info("created sandbox container %s for %s", name, scope_key)
+
+    async def _check_image(self) -> None:
+        """A missing image is named with how to make it. The default image is built here, never
+        pulled (no registry has it), so it is not looked for; any other may still be pulled by
+        ``docker create``, whose failure then names it too."""
+        image = self.cfg.image
+        rc, _, err = await self.runner(["image", "inspect", "--format", "{{.Id}}", image], INSPECT_TIMEOUT_S)
+        if rc == 0:
+            return
+        _raise_if_no_engine(rc, err)
+        if image == DEFAULT_IMAGE:
+            raise Unavailable(
+                f"the sandbox image {image} is not on the Docker engine: build it with `make sandbox-image` "
+                "(it works without an image registry); nothing was run"
+            )
 
     async def _record(self, entry: RegistryEntry) -> None:
         async with self._registry_lock:
@@ -411,12 +483,20 @@ class DockerSandbox:
         env: Mapping[str, str],
         *,
         timeout_s: float | None = None,
+        exec_id: str | None = None,
     ) -> list[str]:
         """``docker exec -i -w <cwd> -e K=V ... <name> /bin/sh -c <command>``; host paths under the
         mounted workspaces become their container paths (unknown ones: the workdir)."""
         mounts = self._mounts.get(name, [])
         args = build_exec_args(
-            name, command, cwd=cwd, env=env, mounts=mounts, workdir=self.cfg.workdir, timeout_s=timeout_s
+            name,
+            command,
+            cwd=cwd,
+            env=env,
+            mounts=mounts,
+            workdir=self.cfg.workdir,
+            timeout_s=timeout_s,
+            exec_id=exec_id,
         )
         return [self.docker, *args]
 
@@ -428,12 +508,26 @@ class DockerSandbox:
         env: Mapping[str, str],
         *,
         timeout_s: float | None = None,
+        exec_id: str | None = None,
     ) -> Launch:
         """:meth:`ensure`, then how to spawn ``command`` in the container (the shape ``bwrap`` uses).
 
         ``timeout_s`` (default: ``exec_timeout_s``) is enforced inside the container, where killing
-        the docker client on the host cannot reach."""
+        the docker client on the host cannot reach; ``exec_id`` marks the command's processes for
+        :meth:`reap`."""
         name = await self.ensure(scope_key)
         limit = timeout_s if timeout_s is not None else self.exec_timeout_s
-        argv = self.exec_argv(name, command, cwd, env, timeout_s=limit)
+        argv = self.exec_argv(name, command, cwd, env, timeout_s=limit, exec_id=exec_id)
         return Launch(argv, docker_cli_env(), "/", (), _noop)
+
+    async def reap(self, scope_key: str, exec_id: str) -> bool:
+        """Kill every process of the ``docker exec`` marked ``exec_id`` in the container of
+        ``scope_key`` (a command that timed out or was aborted: killing the docker client on the
+        host left them running, also those that left their process group). False when the engine
+        could not be asked (the in-container time limit still ends them)."""
+        name = self.container_name(scope_key)
+        args = ["exec", name, "/bin/sh", "-c", _REAP_SCRIPT, "reap", exec_id]  # as the commands' user
+        rc, _, err = await self.runner(args, REAP_TIMEOUT_S)
+        if rc != 0:
+            log.warning("could not stop the processes of a timed-out command in %s: %s", name, tail(err))
+        return rc == 0

@@ -68,7 +68,11 @@ MAX_NAME_LEN = 63
 _HASH_LEN = 8
 _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: set by the backend or meaningless across the host/container boundary
-_EXEC_RESERVED_ENV = frozenset({"PATH", "HOME", "USER", "LOGNAME", "SHELL", "HOSTNAME", "PWD", "OLDPWD"})
+_EXEC_RESERVED_ENV = frozenset(
+    {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "HOSTNAME", "PWD", "OLDPWD", "HOMARUS_EXEC_ID"}
+)
+#: the variable that marks every process of one ``docker exec`` (for killing them all, see ``reap``)
+EXEC_ID_ENV = "HOMARUS_EXEC_ID"
 _ULIMIT_NAME = re.compile(r"[a-z]+")
 _ULIMIT_TEXT = re.compile(r"-?\d+(:-?\d+)?")
 _CAP = re.compile(r"[A-Za-z_]+")
@@ -331,12 +335,14 @@ def build_exec_args(
     workdir: str = "/workspace",
     timeout_s: float | None = None,
     shell: str = "/bin/sh",
+    exec_id: str | None = None,
 ) -> list[str]:
     """``exec -i -w <cwd> -e K=V ... <name> /bin/sh -c <command>`` (without the docker binary).
 
     ``env`` loses credential-like keys and the host's ``PATH``/``HOME``/... (``HOME`` becomes the
     workdir). Killing the docker client does not kill what it started in the container, so with
-    ``timeout_s`` the command runs under ``timeout -s KILL`` inside, which kills its process group.
+    ``timeout_s`` the command runs under ``timeout -s KILL`` inside, which kills its process group;
+    ``exec_id`` marks all its processes (``HOMARUS_EXEC_ID``), even those that leave the group.
     """
     argv = [shell, "-c", command] if isinstance(command, str) else list(command)
     if not argv:
@@ -344,6 +350,8 @@ def build_exec_args(
     clean, _ = sanitize_env(env)
     merged = {k: v for k, v in clean.items() if _ENV_KEY.fullmatch(k) and k not in _EXEC_RESERVED_ENV and "\0" not in v}
     merged["HOME"] = workdir
+    if exec_id is not None:
+        merged[EXEC_ID_ENV] = exec_id
     inner_cwd = container_path(cwd, mounts, workdir)
     args = ["exec", "-i", "-w", inner_cwd]
     for key, value in merged.items():

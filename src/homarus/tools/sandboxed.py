@@ -9,14 +9,23 @@ scope's long-lived container (created on first use by :class:`DockerSandbox`).
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import secrets
 from collections.abc import Callable, Mapping
 
 from homarus.errors import HomarusError
 from homarus.sandbox.bwrap import BwrapBackend, Launch
 from homarus.sandbox.docker import DockerSandbox
+from homarus.sandbox.output import ExecResult
 from homarus.tools.process import Command, HostBackend, _Protocol
 
-__all__ = ["DockerExecBackend", "SandboxExecBackend"]
+__all__ = ["IN_CONTAINER_GRACE_S", "DockerExecBackend", "SandboxExecBackend"]
+
+#: the in-container time limit of a command is its call's timeout plus this (the host side acts first)
+IN_CONTAINER_GRACE_S = 5.0
+#: (exec id, timeout) of the ``run`` call whose command is being spawned
+_CALL: contextvars.ContextVar[tuple[str, float] | None] = contextvars.ContextVar("docker_exec_call", default=None)
+_REAPERS: set[asyncio.Future[bool]] = set()
 
 
 async def _spawn_launch(
@@ -71,11 +80,42 @@ class DockerExecBackend(HostBackend):
         self.sandbox = sandbox
         self.scope_key = scope_key
 
+    async def run(
+        self,
+        command: Command,
+        cwd: str,
+        env: Mapping[str, str],
+        timeout: float,
+        stdin: bytes | None = None,
+        *,
+        abort: asyncio.Event | None = None,
+    ) -> ExecResult:
+        """As on the host; a command that timed out or was aborted has its processes in the
+        container killed too (the docker client's death does not reach them)."""
+        exec_id = secrets.token_hex(8)
+        token = _CALL.set((exec_id, timeout))
+        try:
+            result = await super().run(command, cwd, env, timeout, stdin, abort=abort)
+        except asyncio.CancelledError:
+            reaper = asyncio.ensure_future(self.sandbox.reap(self.scope_key, exec_id))
+            _REAPERS.add(reaper)
+            reaper.add_done_callback(_REAPERS.discard)
+            raise
+        finally:
+            _CALL.reset(token)
+        if result.timed_out or result.aborted:
+            await self.sandbox.reap(self.scope_key, exec_id)
+        return result
+
     async def _spawn(
         self, command: Command, cwd: str, env: Mapping[str, str], on_data: Callable[[int, bytes], None], stdin: bool
     ) -> tuple[asyncio.SubprocessTransport, _Protocol]:
+        call = _CALL.get()
+        exec_id, limit = (call[0], call[1] + IN_CONTAINER_GRACE_S) if call is not None else (None, None)
+        if limit is not None and self.sandbox.exec_timeout_s is not None:
+            limit = min(limit, self.sandbox.exec_timeout_s)
         try:
-            launch = await self.sandbox.launch(self.scope_key, command, cwd, env)
+            launch = await self.sandbox.launch(self.scope_key, command, cwd, env, timeout_s=limit, exec_id=exec_id)
         except HomarusError as exc:  # the engine failed or the config is refused: the command did not start
             raise OSError(exc.message) from exc
         return await _spawn_launch(launch, on_data, stdin)
