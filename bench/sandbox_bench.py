@@ -7,10 +7,13 @@ this process against a temp state dir; nothing listens on the network.
 Rows:
 
 * **host**: ``exec`` tool call ``true`` through :class:`HostBackend` (``/bin/sh -c true``).
-* **sandbox, reused**: the same call in a session whose sandbox already exists (one ``bwrap`` per
-  command: new namespaces, mounts, seccomp filter, rlimits, ``setpriv`` when run as root).
-* **sandbox, cold**: the first call of a new session (``scope: session``): workspace directory,
+* **bubblewrap, reused**: the same call in a session whose sandbox already exists (one ``bwrap``
+  per command: new namespaces, mounts, seccomp filter, rlimits, ``setpriv`` when run as root).
+* **bubblewrap, cold**: the first call of a new session (``scope: session``): workspace directory,
   generated ``/etc``, then the same launch.
+* **docker, reused / cold**: the same through the Docker backend (when an engine answers and has
+  ``make sandbox-image``'s image): ``docker exec`` in the session's running container; cold adds
+  ``docker inspect``, ``create`` and ``start`` of a new container. The containers are removed after.
 * **analysis**: :func:`plan_exec` (parse, unwrap, resolve on PATH, allowlist + safe-bin checks,
   rebuild) for a few command shapes, in µs.
 """
@@ -26,12 +29,14 @@ import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 # Run as a script, this file's directory is on sys.path but the repository root is not.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.harness import summarize  # after the sys.path line above
 from homarus.config.sandbox import SandboxConfig
+from homarus.sandbox.docker import DockerSandbox
 from homarus.tools.base import ToolContext
 from homarus.tools.exec import make_exec_tools
 from homarus.tools.exec_policy import ExecPolicy, plan_exec
@@ -65,27 +70,54 @@ async def _bench(root: Path, n: int) -> list[tuple[str, dict[str, float]]]:
     rows = [("host: exec `true`", summarize(await _time_exec(n, lambda: exec_tool.execute(ctx, {"command": "true"}))))]
     await host.aclose()
 
-    cfg = SandboxConfig.model_validate({"mode": "all", "scope": "session"})
-    sandboxes = SandboxSessions(cfg, state_dir=root / "state", agent_workspace=lambda _: ws)
+    bwrap_cfg = SandboxConfig.model_validate({"mode": "all", "scope": "session", "backend": "bwrap"})
+    rows += await _sandbox_rows("bubblewrap", bwrap_cfg, root / "state-bwrap", ws, exec_tool, n, max(n // 4, 5))
+    docker_cfg = SandboxConfig.model_validate(
+        {"mode": "all", "scope": "session", "backend": "docker", "docker": {"containerPrefix": "homarus-bench-"}}
+    )
+    rows += await _sandbox_rows("docker", docker_cfg, root / "state-docker", ws, exec_tool, n, 5)
+    return rows
+
+
+async def _sandbox_rows(
+    label: str, cfg: SandboxConfig, state: Path, ws: Path, exec_tool: Any, n: int, n_cold: int
+) -> list[tuple[str, dict[str, float]]]:
+    sandboxes = SandboxSessions(cfg, state_dir=state, agent_workspace=lambda _: ws)
     if not sandboxes.available():
-        print("bubblewrap is not available: sandbox rows skipped")
-        return rows
-    view = sandboxes.view_for("agent:main:warm", "main")
-    sctx = ToolContext("agent:main:warm", "main", "r", "c", view.root, sandbox=view)
-    await exec_tool.execute(sctx, {"command": "true"})
+        print(f"{label} is not available here: its rows are skipped")
+        return []
+    views = [sandboxes.view_for("agent:main:warm", "main")]
+    sctx = ToolContext("agent:main:warm", "main", "r", "c", views[0].root, sandbox=views[0])
+    first = await exec_tool.execute(sctx, {"command": "true"})
+    if first.is_error:
+        print(f"{label}: {first.content[0].text}: its rows are skipped")
+        await _close(views)
+        return []
     reused = await _time_exec(n, lambda: exec_tool.execute(sctx, {"command": "true"}))
-    rows.append(("sandbox, reused: exec `true`", summarize(reused)))
+    rows = [(f"{label}, reused: exec `true`", summarize(reused))]
     cold: list[float] = []
-    for i in range(max(n // 4, 5)):
+    for i in range(n_cold):
         start = time.perf_counter()
         fresh = sandboxes.view_for(f"agent:main:cold{i}", "main")
+        views.append(fresh)
         fctx = ToolContext(f"agent:main:cold{i}", "main", "r", "c", fresh.root, sandbox=fresh)
         result = await exec_tool.execute(fctx, {"command": "true"})
         cold.append((time.perf_counter() - start) * 1000)
-        assert not result.is_error
-    rows.append(("sandbox, cold (new session): exec `true`", summarize(cold)))
-    await sandboxes.aclose()
+        assert not result.is_error, result
+    rows.append((f"{label}, cold (new session): exec `true`", summarize(cold)))
+    await _close(views)
     return rows
+
+
+async def _close(views: list[Any]) -> None:
+    """Background processes killed; a Docker session's container removed (the bench leaves none)."""
+    for view in views:
+        backend = view.backend
+        if backend is not None:
+            await backend.aclose()
+            sandbox = getattr(backend, "sandbox", None)
+            if isinstance(sandbox, DockerSandbox):
+                await sandbox.remove(backend.scope_key)
 
 
 def _analysis(n: int) -> list[tuple[str, float]]:

@@ -25,14 +25,6 @@ needs_python = pytest.mark.skipif(not os.path.exists(PY), reason="no /usr/bin/py
 
 
 @pytest.fixture
-def state(tmp_path: Path) -> Path:
-    state = tmp_path / "state"
-    state.mkdir(mode=0o700)
-    (state / "secret.json").write_text('{"token": "hunter2"}')
-    return state
-
-
-@pytest.fixture
 def backend(state: Path) -> Iterator[BwrapBackend]:
     limits = SandboxLimits(pids=64, file_size_mb=1, cpu_seconds=20, memory_mb=1024)
     b = BwrapBackend(sandbox_workspace(state, "agent:main:test"), limits=limits, max_output_bytes=10_000)

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from homarus.config.sandbox import SandboxConfig, SandboxDockerConfig, SandboxUlimit
+from homarus.config.sandbox import SandboxConfig, SandboxDockerConfig, SandboxLimits, SandboxUlimit
 from homarus.errors import Unavailable
-from homarus.sandbox.docker import HOT_WINDOW_MS, RECHECK_MS, DockerSandbox, decide
+from homarus.sandbox.docker import HOT_WINDOW_MS, RECHECK_MS, DockerSandbox, container_user, decide, with_limits
 from homarus.sandbox.docker_args import (
     MAX_NAME_LEN,
     Mount,
@@ -560,12 +560,13 @@ async def test_a_missing_image_is_named_with_how_to_make_it(tmp_path: Path, engi
         (127, "the docker CLI was not found (docker)"),
     ],
 )
-async def test_no_engine_is_one_clear_error(tmp_path: Path, engine: FakeEngine, clock: Clock, rc: int, err: str) -> None:
+async def test_no_engine_is_one_clear_error(
+    tmp_path: Path, engine: FakeEngine, clock: Clock, rc: int, err: str
+) -> None:
     engine.fail["inspect"] = (rc, err)
     with pytest.raises(Unavailable, match=r"(no Docker engine answers|the docker CLI cannot run here).*none ran"):
         await sandbox(tmp_path, engine, clock).ensure("s")
     assert engine.verbs() == ["inspect"]
-
 
 
 async def test_ensure_reuses_when_hash_matches(tmp_path: Path, engine: FakeEngine, clock: Clock) -> None:
@@ -891,7 +892,9 @@ def _local_image() -> str | None:
     import subprocess
 
     wanted = os.environ.get("HOMARUS_TEST_DOCKER_IMAGE")
-    for image in [wanted] if wanted else ["debian:bookworm-slim", "homarus-base:bookworm"]:
+    for image in (
+        [wanted] if wanted else ["homarus-sandbox:bookworm-slim", "debian:bookworm-slim", "homarus-base:bookworm"]
+    ):
         found = subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=30, check=False)
         if found.returncode == 0:
             return image
@@ -943,3 +946,26 @@ def test_isolated_workspace_belongs_to_a_numeric_container_user(tmp_path: Path) 
         SandboxDockerConfig(user="1234"), state_dir=tmp_path, workspace_access="rw", agent_workspace=agent
     )
     assert rw.workspace_for("c").stat().st_uid == 0  # the agent's own workspace is never given away
+
+
+def test_sandbox_limits_apply_to_the_container_unless_docker_sets_its_own() -> None:
+    limits = SandboxLimits(pids=64, memory_mb=256, file_size_mb=2, cpu_seconds=30)
+    cfg = with_limits(SandboxDockerConfig(), limits)
+    assert (cfg.pids_limit, cfg.memory) == (64, "256m")
+    assert cfg.ulimits == {"fsize": 2 * 1024 * 1024, "cpu": 30}
+    own = with_limits(SandboxDockerConfig(pids_limit=10, memory="1g", ulimits={"cpu": 5}), limits)
+    assert (own.pids_limit, own.memory, own.ulimits["cpu"]) == (10, "1g", 5)
+
+
+def test_the_container_user_owns_what_it_works_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    agent = tmp_path / "agent"
+    agent.mkdir(mode=0o700)
+    st = agent.stat()
+    default = SandboxDockerConfig()
+    assert container_user(default, "rw", agent) == container_user(default, "ro", agent) == f"{st.st_uid}:{st.st_gid}"
+    assert container_user(SandboxDockerConfig(user="1234:1234"), "rw", agent) == "1234:1234"  # configured: as is
+    monkeypatch.setattr("homarus.sandbox.docker.os.geteuid", lambda: 0)
+    assert container_user(default, "none", None) == "65534:65534"  # root gives the isolated workspace to it
+    monkeypatch.setattr("homarus.sandbox.docker.os.geteuid", lambda: 1000)
+    monkeypatch.setattr("homarus.sandbox.docker.os.getegid", lambda: 1000)
+    assert container_user(default, "none", None) == "1000:1000"  # the gateway's user owns it

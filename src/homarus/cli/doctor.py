@@ -83,6 +83,9 @@ def _check(paths: StatePaths, *, quiet: bool = False) -> int:
         report("ok", f"port {host}:{cfg.port} is free")
     except OSError as exc:
         report("warn", f"port {host}:{cfg.port} is not free ({exc.strerror}); a gateway may already run there")
+    from homarus.cli.doctor_sandbox import report_sandbox
+
+    report_sandbox(loaded.config.agents.defaults.sandbox, report)
     if cfg.auth.mode == "none":
         report(
             "warn" if is_loopback_host(host) else "fail", "gateway.auth.mode is 'none': anyone who can connect is admin"

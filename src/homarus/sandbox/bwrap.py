@@ -291,27 +291,36 @@ class BwrapBackend:
         """Whether a trivial command runs in this sandbox (checked once per bwrap path, then cached)."""
         cached = BwrapBackend._available.get(self.bwrap)
         if cached is None:
-            cached = False
-            if os.path.exists(self.bwrap) and self.workspace.is_dir():
-                launch = self.prepare(["/bin/true"], str(self.workspace), {})
-                try:
-                    done = subprocess.run(  # noqa: S603  (our own argv)
-                        launch.argv,
-                        env=launch.env,
-                        cwd=launch.cwd,
-                        pass_fds=launch.pass_fds,
-                        preexec_fn=launch.preexec_fn,
-                        capture_output=True,
-                        timeout=10,
-                        check=False,
-                    )
-                    cached = done.returncode == 0
-                except (OSError, subprocess.SubprocessError):
-                    cached = False
-                finally:
-                    launch.close()
+            cached = self.probe() is None
             BwrapBackend._available[self.bwrap] = cached
         return cached
+
+    def probe(self) -> str | None:
+        """Run a trivial command in this sandbox now: None when it works, else why not."""
+        if not os.path.exists(self.bwrap):
+            return f"{self.bwrap} is not installed (apt-get install bubblewrap)"
+        if not self.workspace.is_dir():
+            return f"the sandbox workspace {self.workspace} is missing"
+        launch = self.prepare(["/bin/true"], str(self.workspace), {})
+        try:
+            done = subprocess.run(  # noqa: S603  (our own argv)
+                launch.argv,
+                env=launch.env,
+                cwd=launch.cwd,
+                pass_fds=launch.pass_fds,
+                preexec_fn=launch.preexec_fn,
+                capture_output=True,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"bwrap could not run: {exc}"
+        finally:
+            launch.close()
+        if done.returncode != 0:
+            err = done.stderr.decode("utf-8", "replace").strip()[-300:]
+            return f"bwrap failed (exit {done.returncode}): {err or 'no message'}"
+        return None
 
     # -- running ----------------------------------------------------------------------------
 

@@ -96,6 +96,28 @@ RECHECK_MS = 15_000
 Decision = Literal["create", "reuse", "recreate", "keep-stale", "foreign"]
 
 
+#: ``docker.user``'s default: the image's sandbox user
+SANDBOX_USER = "65534:65534"
+
+
+def container_user(cfg: SandboxDockerConfig, access: WorkspaceAccess, agent_workspace: Path | None) -> str | None:
+    """Who commands run as: ``docker.user`` when set to anything but the default; by default the
+    owner of what the container must work on, because Docker gives a non-root user no capability
+    (CAP_DAC_OVERRIDE, as bubblewrap keeps it, is not possible): under ``workspaceAccess`` ``ro``
+    or ``rw`` the agent workspace's owner (often a 0700 directory), otherwise the sandbox user
+    when the gateway is root (it gives the isolated workspace to it), else the gateway's own user
+    (who owns the isolated workspace). Every capability stays dropped, the root read-only."""
+    if cfg.user != SANDBOX_USER:
+        return cfg.user
+    if access != "none" and agent_workspace is not None:
+        try:
+            st = Path(agent_workspace).stat()
+        except FileNotFoundError:  # made by the gateway on first use
+            return f"{os.geteuid()}:{os.getegid()}"
+        return f"{st.st_uid}:{st.st_gid}"
+    return cfg.user if os.geteuid() == 0 else f"{os.geteuid()}:{os.getegid()}"
+
+
 def with_limits(cfg: SandboxDockerConfig, limits: SandboxLimits) -> SandboxDockerConfig:
     """The container settings with ``agents.defaults.sandbox.limits`` where ``docker`` sets none:
     the same bounds as under bubblewrap (processes, memory, file size, CPU seconds), as cgroup
@@ -202,7 +224,7 @@ class DockerSandbox:
     ) -> None:
         if workspace_access != "none" and agent_workspace is None:
             raise ValueError(f"workspaceAccess {workspace_access!r} needs the agent workspace")
-        self.cfg = cfg
+        self.cfg = cfg.model_copy(update={"user": container_user(cfg, workspace_access, agent_workspace)})
         self.state_dir = Path(state_dir)
         self.workspace_access: WorkspaceAccess = workspace_access
         self.agent_workspace = Path(agent_workspace).absolute() if agent_workspace is not None else None
