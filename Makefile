@@ -9,7 +9,7 @@ LINT_VENV  := .venv-lint
 LINT_STAMP := $(LINT_VENV)/.installed
 IMPORT_LINTER := import-linter>=2.17
 
-.PHONY: install run test lint bench bench-agent bench-peer sandbox-image clean
+.PHONY: install run test lint bench bench-agent bench-peer sandbox-image image clean
 
 install: $(STAMP) $(LINT_STAMP)
 
@@ -63,6 +63,10 @@ bench-peer: install
 # the image of the Docker sandbox backend (only needed with agents.defaults.sandbox.backend: docker)
 sandbox-image:
 	bash scripts/sandbox-image.sh
+
+# the gateway's container image (Dockerfile); works without an image registry (see the script)
+image:
+	bash scripts/gateway-image.sh
 
 clean:
 	rm -rf $(VENV) $(LINT_VENV) .mypy_cache .ruff_cache .pytest_cache .import_linter_cache
