@@ -202,6 +202,24 @@ async def test_abort_kills_the_command_in_the_container(make: Callable[..., Sand
     assert "876.5" not in docker("exec", container_of(view), "ps", "-eo", "args").stdout
 
 
+async def test_a_killed_background_command_leaves_nothing_in_the_container(
+    make: Callable[..., SandboxSessions],
+) -> None:
+    view = make().view_for("agent:main:t7c", "main")
+    assert view.backend is not None
+    session = await view.backend.start(
+        "sleep 543.2 & setsid sleep 543.2 & wait", str(view.root), {}, 60, owner="o", label="l"
+    )
+    name = container_of(view)
+    for _ in range(50):
+        if docker("exec", name, "ps", "-eo", "args").stdout.count("543.2") >= 2:
+            break
+        await asyncio.sleep(0.1)
+    session.kill()
+    await view.backend.aclose()  # waits for the container's side to be cleaned up too
+    assert "543.2" not in docker("exec", name, "ps", "-eo", "args").stdout
+
+
 async def test_fork_bomb_bounded(make: Callable[..., SandboxSessions]) -> None:
     probe = (
         "import os, time\n"

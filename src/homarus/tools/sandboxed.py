@@ -12,12 +12,13 @@ import asyncio
 import contextvars
 import secrets
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from homarus.errors import HomarusError
 from homarus.sandbox.bwrap import BwrapBackend, Launch
-from homarus.sandbox.docker import DockerSandbox
+from homarus.sandbox.docker import REAP_TIMEOUT_S, DockerSandbox
 from homarus.sandbox.output import ExecResult
-from homarus.tools.process import Command, HostBackend, _Protocol
+from homarus.tools.process import Command, HostBackend, ProcessSession, _Protocol
 
 __all__ = ["IN_CONTAINER_GRACE_S", "DockerExecBackend", "SandboxExecBackend"]
 
@@ -25,7 +26,7 @@ __all__ = ["IN_CONTAINER_GRACE_S", "DockerExecBackend", "SandboxExecBackend"]
 IN_CONTAINER_GRACE_S = 5.0
 #: (exec id, timeout) of the ``run`` call whose command is being spawned
 _CALL: contextvars.ContextVar[tuple[str, float] | None] = contextvars.ContextVar("docker_exec_call", default=None)
-_REAPERS: set[asyncio.Future[bool]] = set()
+_REAPERS: set[asyncio.Future[Any]] = set()
 
 
 async def _spawn_launch(
@@ -97,15 +98,43 @@ class DockerExecBackend(HostBackend):
         try:
             result = await super().run(command, cwd, env, timeout, stdin, abort=abort)
         except asyncio.CancelledError:
-            reaper = asyncio.ensure_future(self.sandbox.reap(self.scope_key, exec_id))
-            _REAPERS.add(reaper)
-            reaper.add_done_callback(_REAPERS.discard)
+            self._keep(asyncio.ensure_future(self.sandbox.reap(self.scope_key, exec_id)))
             raise
         finally:
             _CALL.reset(token)
         if result.timed_out or result.aborted:
             await self.sandbox.reap(self.scope_key, exec_id)
         return result
+
+    async def start(
+        self, command: Command, cwd: str, env: Mapping[str, str], timeout: float, *, owner: str, label: str
+    ) -> ProcessSession:
+        """A background command; killed or timed out, its processes in the container are killed too."""
+        exec_id = secrets.token_hex(8)
+        token = _CALL.set((exec_id, timeout))
+        try:
+            session = await super().start(command, cwd, env, timeout, owner=owner, label=label)
+        finally:
+            _CALL.reset(token)
+        self._keep(asyncio.ensure_future(self._reap_when_stopped(session, exec_id)))
+        return session
+
+    async def _reap_when_stopped(self, session: ProcessSession, exec_id: str) -> None:
+        while session.running:
+            await session.wait(3600)
+        if session.status in ("killed", "timed out"):
+            await self.sandbox.reap(self.scope_key, exec_id)
+
+    async def aclose(self) -> None:
+        """Kill the background commands, and (before the gateway goes) theirs in the container."""
+        await super().aclose()
+        if _REAPERS:
+            await asyncio.wait(list(_REAPERS), timeout=REAP_TIMEOUT_S)
+
+    @staticmethod
+    def _keep(task: asyncio.Future[Any]) -> None:
+        _REAPERS.add(task)
+        task.add_done_callback(_REAPERS.discard)
 
     async def _spawn(
         self, command: Command, cwd: str, env: Mapping[str, str], on_data: Callable[[int, bytes], None], stdin: bool
