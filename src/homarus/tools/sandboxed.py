@@ -26,7 +26,6 @@ __all__ = ["IN_CONTAINER_GRACE_S", "DockerExecBackend", "SandboxExecBackend"]
 IN_CONTAINER_GRACE_S = 5.0
 #: (exec id, timeout) of the ``run`` call whose command is being spawned
 _CALL: contextvars.ContextVar[tuple[str, float] | None] = contextvars.ContextVar("docker_exec_call", default=None)
-_REAPERS: set[asyncio.Future[Any]] = set()
 
 
 async def _spawn_launch(
@@ -80,6 +79,7 @@ class DockerExecBackend(HostBackend):
         super().__init__(max_output_bytes=max_output_bytes, max_background=max_background)
         self.sandbox = sandbox
         self.scope_key = scope_key
+        self._reapers: set[asyncio.Future[Any]] = set()
 
     async def run(
         self,
@@ -128,13 +128,12 @@ class DockerExecBackend(HostBackend):
     async def aclose(self) -> None:
         """Kill the background commands, and (before the gateway goes) theirs in the container."""
         await super().aclose()
-        if _REAPERS:
-            await asyncio.wait(list(_REAPERS), timeout=REAP_TIMEOUT_S)
+        if self._reapers:
+            await asyncio.wait(list(self._reapers), timeout=REAP_TIMEOUT_S)
 
-    @staticmethod
-    def _keep(task: asyncio.Future[Any]) -> None:
-        _REAPERS.add(task)
-        task.add_done_callback(_REAPERS.discard)
+    def _keep(self, task: asyncio.Future[Any]) -> None:
+        self._reapers.add(task)
+        task.add_done_callback(self._reapers.discard)
 
     async def _spawn(
         self, command: Command, cwd: str, env: Mapping[str, str], on_data: Callable[[int, bytes], None], stdin: bool
