@@ -18,7 +18,7 @@ import pytest
 
 from homarus.config.sandbox import SandboxConfig, SandboxDockerConfig, SandboxLimits, SandboxUlimit
 from homarus.errors import Unavailable
-from homarus.sandbox.docker import HOT_WINDOW_MS, RECHECK_MS, DockerSandbox, container_user, decide, with_limits
+from homarus.sandbox.docker import HOT_WINDOW_MS, RECHECK_MS, DockerSandbox, decide
 from homarus.sandbox.docker_args import (
     MAX_NAME_LEN,
     Mount,
@@ -27,7 +27,9 @@ from homarus.sandbox.docker_args import (
     config_hash,
     container_name,
     container_path,
+    container_user,
     validate_docker_config,
+    with_limits,
 )
 from homarus.sandbox.docker_registry import ContainerRegistry, RegistryEntry
 from homarus.sandbox.docker_runner import SubprocessRunner, docker_cli_env, engine_available
@@ -964,8 +966,8 @@ def test_the_container_user_owns_what_it_works_on(tmp_path: Path, monkeypatch: p
     default = SandboxDockerConfig()
     assert container_user(default, "rw", agent) == container_user(default, "ro", agent) == f"{st.st_uid}:{st.st_gid}"
     assert container_user(SandboxDockerConfig(user="1234:1234"), "rw", agent) == "1234:1234"  # configured: as is
-    monkeypatch.setattr("homarus.sandbox.docker.os.geteuid", lambda: 0)
+    monkeypatch.setattr("homarus.sandbox.docker_args.os.geteuid", lambda: 0)
     assert container_user(default, "none", None) == "65534:65534"  # root gives the isolated workspace to it
-    monkeypatch.setattr("homarus.sandbox.docker.os.geteuid", lambda: 1000)
-    monkeypatch.setattr("homarus.sandbox.docker.os.getegid", lambda: 1000)
+    monkeypatch.setattr("homarus.sandbox.docker_args.os.geteuid", lambda: 1000)
+    monkeypatch.setattr("homarus.sandbox.docker_args.os.getegid", lambda: 1000)
     assert container_user(default, "none", None) == "1000:1000"  # the gateway's user owns it

@@ -38,12 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from homarus.config.sandbox import SandboxConfig, SandboxDockerConfig, SandboxLimits, SandboxPrune
+from homarus.config.sandbox import SandboxConfig, SandboxDockerConfig, SandboxPrune
 from homarus.errors import Unavailable
 from homarus.fs import ensure_private_dir
 from homarus.sandbox.bwrap import Launch
 from homarus.sandbox.docker_args import (
-    EXEC_ID_ENV,
     LABEL_CONFIG_HASH,
     LABEL_CREATED_AT,
     LABEL_SANDBOX,
@@ -52,9 +51,12 @@ from homarus.sandbox.docker_args import (
     WorkspaceAccess,
     build_create_args,
     build_exec_args,
+    build_reap_args,
     config_hash,
     container_name,
+    container_user,
     validate_docker_config,
+    with_limits,
     workspace_mounts,
 )
 from homarus.sandbox.docker_registry import ContainerRegistry, RegistryEntry
@@ -64,6 +66,7 @@ from homarus.sandbox.docker_runner import (
     SubprocessRunner,
     docker_cli_env,
     engine_available,
+    raise_if_no_engine,
     tail,
 )
 
@@ -94,57 +97,6 @@ REMOVE_TIMEOUT_S = 60.0
 RECHECK_MS = 15_000
 
 Decision = Literal["create", "reuse", "recreate", "keep-stale", "foreign"]
-
-
-#: ``docker.user``'s default: the image's sandbox user
-SANDBOX_USER = "65534:65534"
-
-
-def container_user(cfg: SandboxDockerConfig, access: WorkspaceAccess, agent_workspace: Path | None) -> str | None:
-    """Who commands run as: ``docker.user`` when set to anything but the default; by default the
-    owner of what the container must work on, because Docker gives a non-root user no capability
-    (CAP_DAC_OVERRIDE, as bubblewrap keeps it, is not possible): under ``workspaceAccess`` ``ro``
-    or ``rw`` the agent workspace's owner (often a 0700 directory), otherwise the sandbox user
-    when the gateway is root (it gives the isolated workspace to it), else the gateway's own user
-    (who owns the isolated workspace). Every capability stays dropped, the root read-only."""
-    if cfg.user != SANDBOX_USER:
-        return cfg.user
-    if access != "none" and agent_workspace is not None:
-        try:
-            st = Path(agent_workspace).stat()
-        except FileNotFoundError:  # made by the gateway on first use
-            return f"{os.geteuid()}:{os.getegid()}"
-        return f"{st.st_uid}:{st.st_gid}"
-    return cfg.user if os.geteuid() == 0 else f"{os.geteuid()}:{os.getegid()}"
-
-
-def with_limits(cfg: SandboxDockerConfig, limits: SandboxLimits) -> SandboxDockerConfig:
-    """The container settings with ``agents.defaults.sandbox.limits`` where ``docker`` sets none:
-    the same bounds as under bubblewrap (processes, memory, file size, CPU seconds), as cgroup
-    limits and ulimits of the container. What ``docker`` sets itself wins."""
-    ulimits = dict(cfg.ulimits)
-    ulimits.setdefault("fsize", limits.file_size_mb * 1024 * 1024)
-    ulimits.setdefault("cpu", limits.cpu_seconds)
-    return cfg.model_copy(
-        update={
-            "pids_limit": cfg.pids_limit if cfg.pids_limit is not None else limits.pids,
-            "memory": cfg.memory if cfg.memory is not None else f"{limits.memory_mb}m",
-            "ulimits": ulimits,
-        }
-    )
-
-
-def _raise_if_no_engine(rc: int, err: str) -> None:
-    """One clear error when there is no engine to talk to (the CLI missing, the daemon stopped,
-    its socket refused): sandboxed commands are refused then, never run on the host."""
-    if rc in (126, 127):
-        raise Unavailable(f"the docker CLI cannot run here ({tail(err)}); sandboxed commands are refused, none ran")
-    if _NO_ENGINE.search(err):
-        raise Unavailable(
-            f"no Docker engine answers ({tail(err)}): start it (dockerd) or check DOCKER_HOST; "
-            "sandboxed commands are refused, none ran on the host",
-            retryable=True,
-        )
 
 
 # -- decisions --------------------------------------------------------------------------------
@@ -181,21 +133,11 @@ def _noop() -> None:
 
 
 _NO_SUCH = re.compile(r"no such (container|object)", re.IGNORECASE)
-_NO_ENGINE = re.compile(
-    r"cannot connect to the docker daemon|docker daemon is not running|dial unix .*(no such file|connection refused)"
-    r"|permission denied while trying to connect|error during connect",
-    re.IGNORECASE,
-)
 _NO_IMAGE = re.compile(
     r"no such image|unable to find image|pull access denied|manifest unknown|repository does not exist", re.I
 )
 #: the image ``make sandbox-image`` builds (``agents.defaults.sandbox.docker.image``'s default)
 DEFAULT_IMAGE = "homarus-sandbox:bookworm-slim"
-#: kills every process carrying ``HOMARUS_EXEC_ID=<id>`` in the container (``$1``: the id)
-_REAP_SCRIPT = (
-    'for p in /proc/[0-9]*; do grep -qsxz "' + EXEC_ID_ENV + '=$1" "$p/environ" && kill -KILL "${p#/proc/}"; '
-    "done 2>/dev/null; exit 0"
-)
 REAP_TIMEOUT_S = 15.0
 
 
@@ -304,7 +246,7 @@ class DockerSandbox:
     async def _docker(self, args: Sequence[str], timeout: float, what: str) -> str:
         rc, out, err = await self.runner(args, timeout)
         if rc != 0:
-            _raise_if_no_engine(rc, err)
+            raise_if_no_engine(rc, err)
             raise Unavailable(f"docker {what} failed (exit {rc}): {tail(err) or tail(out)}", retryable=True)
         return out
 
@@ -316,7 +258,7 @@ class DockerSandbox:
         """The container's state and labels; None when there is no container of that name."""
         rc, out, err = await self.runner(["inspect", "--type", "container", name], INSPECT_TIMEOUT_S)
         if rc != 0:
-            _raise_if_no_engine(rc, err)
+            raise_if_no_engine(rc, err)
             if _NO_SUCH.search(err) or _NO_SUCH.search(out):
                 return None
             raise Unavailable(f"docker inspect failed (exit {rc}): {tail(err)}", retryable=True)
@@ -353,7 +295,7 @@ class DockerSandbox:
         try:  # a create that timed out may still have made the container
             rc, out, err = await self.runner(args, CREATE_TIMEOUT_S)
             if rc != 0:
-                _raise_if_no_engine(rc, err)
+                raise_if_no_engine(rc, err)
                 if _NO_IMAGE.search(err):
                     raise Unavailable(
                         f"the sandbox image {self.cfg.image} is not on the Docker engine and could not be pulled "
@@ -377,7 +319,7 @@ class DockerSandbox:
         rc, _, err = await self.runner(["image", "inspect", "--format", "{{.Id}}", image], INSPECT_TIMEOUT_S)
         if rc == 0:
             return
-        _raise_if_no_engine(rc, err)
+        raise_if_no_engine(rc, err)
         if image == DEFAULT_IMAGE:
             raise Unavailable(
                 f"the sandbox image {image} is not on the Docker engine: build it with `make sandbox-image` "
@@ -548,7 +490,7 @@ class DockerSandbox:
         host left them running, also those that left their process group). False when the engine
         could not be asked (the in-container time limit still ends them)."""
         name = self.container_name(scope_key)
-        args = ["exec", name, "/bin/sh", "-c", _REAP_SCRIPT, "reap", exec_id]  # as the commands' user
+        args = build_reap_args(name, exec_id)
         rc, _, err = await self.runner(args, REAP_TIMEOUT_S)
         if rc != 0:
             log.warning("could not stop the processes of a timed-out command in %s: %s", name, tail(err))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from homarus.config.sandbox import SandboxDockerConfig, SandboxUlimit
+from homarus.config.sandbox import SandboxDockerConfig, SandboxLimits, SandboxUlimit
 from homarus.sandbox.validate import (
     BindSpec,
     SandboxSecurityError,
@@ -39,20 +39,25 @@ from homarus.sandbox.validate import (
 
 __all__ = [
     "AGENT_MOUNT",
+    "EXEC_ID_ENV",
     "LABEL_CONFIG_HASH",
     "LABEL_CREATED_AT",
     "LABEL_SANDBOX",
     "LABEL_SCOPE_KEY",
     "MAX_NAME_LEN",
+    "SANDBOX_USER",
     "Mount",
     "ValidatedDocker",
     "WorkspaceAccess",
     "build_create_args",
     "build_exec_args",
+    "build_reap_args",
     "config_hash",
     "container_name",
     "container_path",
+    "container_user",
     "validate_docker_config",
+    "with_limits",
     "workspace_mounts",
 ]
 
@@ -73,6 +78,11 @@ _EXEC_RESERVED_ENV = frozenset(
 )
 #: the variable that marks every process of one ``docker exec`` (for killing them all, see ``reap``)
 EXEC_ID_ENV = "HOMARUS_EXEC_ID"
+#: kills every process carrying ``HOMARUS_EXEC_ID=<id>`` in the container (``$1``: the id)
+_REAP_SCRIPT = (
+    'for p in /proc/[0-9]*; do grep -qsxz "' + EXEC_ID_ENV + '=$1" "$p/environ" && kill -KILL "${p#/proc/}"; '
+    "done 2>/dev/null; exit 0"
+)
 _ULIMIT_NAME = re.compile(r"[a-z]+")
 _ULIMIT_TEXT = re.compile(r"-?\d+(:-?\d+)?")
 _CAP = re.compile(r"[A-Za-z_]+")
@@ -370,3 +380,47 @@ def workspace_mounts(
     if workspace_access == "ro" and agent_workspace is not None and agent_workspace != workspace:
         mounts.append(Mount(normalize(str(agent_workspace)), AGENT_MOUNT))
     return mounts
+
+
+#: ``docker.user``'s default: the image's sandbox user
+SANDBOX_USER = "65534:65534"
+
+
+def container_user(cfg: SandboxDockerConfig, access: WorkspaceAccess, agent_workspace: Path | None) -> str | None:
+    """Who commands run as: ``docker.user`` when set to anything but the default; by default the
+    owner of what the container must work on, because Docker gives a non-root user no capability
+    (CAP_DAC_OVERRIDE, as bubblewrap keeps it, is not possible): under ``workspaceAccess`` ``ro``
+    or ``rw`` the agent workspace's owner (often a 0700 directory), otherwise the sandbox user
+    when the gateway is root (it gives the isolated workspace to it), else the gateway's own user
+    (who owns the isolated workspace). Every capability stays dropped, the root read-only."""
+    if cfg.user != SANDBOX_USER:
+        return cfg.user
+    if access != "none" and agent_workspace is not None:
+        try:
+            st = Path(agent_workspace).stat()
+        except FileNotFoundError:  # made by the gateway on first use
+            return f"{os.geteuid()}:{os.getegid()}"
+        return f"{st.st_uid}:{st.st_gid}"
+    return cfg.user if os.geteuid() == 0 else f"{os.geteuid()}:{os.getegid()}"
+
+
+def with_limits(cfg: SandboxDockerConfig, limits: SandboxLimits) -> SandboxDockerConfig:
+    """The container settings with ``agents.defaults.sandbox.limits`` where ``docker`` sets none:
+    the same bounds as under bubblewrap (processes, memory, file size, CPU seconds), as cgroup
+    limits and ulimits of the container. What ``docker`` sets itself wins."""
+    ulimits = dict(cfg.ulimits)
+    ulimits.setdefault("fsize", limits.file_size_mb * 1024 * 1024)
+    ulimits.setdefault("cpu", limits.cpu_seconds)
+    return cfg.model_copy(
+        update={
+            "pids_limit": cfg.pids_limit if cfg.pids_limit is not None else limits.pids,
+            "memory": cfg.memory if cfg.memory is not None else f"{limits.memory_mb}m",
+            "ulimits": ulimits,
+        }
+    )
+
+
+def build_reap_args(name: str, exec_id: str) -> list[str]:
+    """``exec <name> /bin/sh -c <kill every process marked exec_id>`` (without the docker binary), as
+    the container's user: with every capability dropped, that is who may signal those processes."""
+    return ["exec", name, "/bin/sh", "-c", _REAP_SCRIPT, "reap", exec_id]

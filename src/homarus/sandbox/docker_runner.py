@@ -11,9 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+
+from homarus.errors import Unavailable
 
 __all__ = [
     "ENGINE_PROBE_TIMEOUT_S",
@@ -21,9 +24,15 @@ __all__ = [
     "SubprocessRunner",
     "docker_cli_env",
     "engine_available",
+    "raise_if_no_engine",
     "tail",
 ]
 
+_NO_ENGINE = re.compile(
+    r"cannot connect to the docker daemon|docker daemon is not running|dial unix .*(no such file|connection refused)"
+    r"|permission denied while trying to connect|error during connect",
+    re.IGNORECASE,
+)
 ENGINE_PROBE_TIMEOUT_S = 3.0
 _ERR_TAIL = 600
 
@@ -94,3 +103,16 @@ def engine_available(docker: str = "docker", *, timeout: float = ENGINE_PROBE_TI
     except (OSError, subprocess.SubprocessError):
         return False
     return done.returncode == 0 and bool(done.stdout.strip())
+
+
+def raise_if_no_engine(rc: int, err: str) -> None:
+    """One clear error when there is no engine to talk to (the CLI missing, the daemon stopped,
+    its socket refused): sandboxed commands are refused then, never run on the host."""
+    if rc in (126, 127):
+        raise Unavailable(f"the docker CLI cannot run here ({tail(err)}); sandboxed commands are refused, none ran")
+    if _NO_ENGINE.search(err):
+        raise Unavailable(
+            f"no Docker engine answers ({tail(err)}): start it (dockerd) or check DOCKER_HOST; "
+            "sandboxed commands are refused, none ran on the host",
+            retryable=True,
+        )
