@@ -14,6 +14,7 @@ import pytest
 from homarus.config.sandbox import SandboxLimits
 from homarus.sandbox.bwrap import BwrapBackend, sandbox_workspace
 from homarus.sandbox.output import ExecResult
+from tests.sandbox.probes import FORK_BOMB
 
 if shutil.which("bwrap") is None:
     if os.environ.get("CI") == "true":
@@ -128,17 +129,7 @@ def test_timeout_kills_everything(backend: BwrapBackend) -> None:
 
 @needs_python
 def test_fork_bomb_bounded(backend: BwrapBackend) -> None:
-    probe = (
-        "import os, time\n"
-        "n = 0\n"
-        "try:\n"
-        "    for _ in range(500):\n"
-        "        if os.fork() == 0:\n"
-        "            time.sleep(5); os._exit(0)\n"
-        "        n += 1\n"
-        "except OSError as e: print('refused', e.errno)\n"
-        "print(n)\n"
-    )
+    probe = FORK_BOMB.format(sleep=5)
     r = run(backend, f'{PY} -c "$P"', env={"P": probe}, timeout=8)
     lines = r.stdout.split()
     assert lines[:2] == ["refused", "11"], r  # EAGAIN from RLIMIT_NPROC

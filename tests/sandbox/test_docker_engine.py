@@ -31,6 +31,7 @@ from homarus.tools.base import ToolContext
 from homarus.tools.files import file_tools
 from homarus.tools.paths import PathEscape
 from homarus.tools.sandbox_sessions import SandboxSessions, SandboxView
+from tests.sandbox.probes import FORK_BOMB
 
 ROOT = Path(__file__).parents[2]
 REQUIRED = os.environ.get("HOMARUS_REQUIRE_DOCKER") == "1"
@@ -221,17 +222,7 @@ async def test_a_killed_background_command_leaves_nothing_in_the_container(
 
 
 async def test_fork_bomb_bounded(make: Callable[..., SandboxSessions]) -> None:
-    probe = (
-        "import os, time\n"
-        "n = 0\n"
-        "try:\n"
-        "    for _ in range(500):\n"
-        "        if os.fork() == 0:\n"
-        "            time.sleep(3); os._exit(0)\n"
-        "        n += 1\n"
-        "except OSError as e: print('refused', e.errno)\n"
-        "print(n)\n"
-    )
+    probe = FORK_BOMB.format(sleep=3)
     view = make().view_for("agent:main:t8", "main")
     r = await run(view, 'python3 -c "$P"', env={"P": probe}, timeout=20)
     lines = r.stdout.split()
