@@ -1,6 +1,7 @@
 """Backpressure: while ``gateway.maxPendingRuns`` runs are accepted and not finished, a client's
 new run is refused with a retryable error and nothing of it is written; accepted runs say how many
-are ahead of them (``queuePosition``) and all of them finish."""
+they wait for (``queuePosition``: their session's, and their lane's beyond its free slots) and
+all of them finish."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from tests.wsclient import open_client
 CONFIG: dict[str, Any] = {
     "models": {"providers": {"test": {"api": "scripted", "models": [{"id": "m"}]}}},
     "agents": {"defaults": {"model": {"primary": "test/m"}}},
-    "gateway": {"maxPendingRuns": 2},
+    "gateway": {"maxPendingRuns": 3},
 }
 
 
@@ -28,14 +29,21 @@ async def test_runs_beyond_the_limit_are_refused_not_lost(tmp_path: Path) -> Non
     with run_gateway(tmp_path, config=CONFIG) as gw:
         release = asyncio.Event()
         gw.gateway.models.overrides["test"] = ScriptedProvider(
-            [Gate(release, Reply("first")), Gate(release, Reply("second")), Reply("third")]
+            [Gate(release, Reply("first")), Gate(release, Reply("other")), Reply("second")], then="repeat"
         )
         c = await open_client(gw.url, max_queue=None)
         assert (await c.handshake(TEST_TOKEN))["ok"]
         await c.send(_agent("run-1", "agent:main:one"))
         first = await c.response("run-1")
         assert first["payload"]["status"] == "accepted" and "queuePosition" not in first["payload"]
-        await c.send(_agent("run-2", "agent:main:two"))
+        await c.send(_agent("run-o", "agent:main:other"))  # another session, a free slot: not held up
+        other = await c.response("run-o")
+        assert other["payload"]["status"] == "accepted" and "queuePosition" not in other["payload"]
+        for _ in range(50):  # both are running (each at its gate)
+            if gw.gateway.lanes.ahead("session:agent:main:one", "main") == 1:
+                break
+            await asyncio.sleep(0.02)
+        await c.send(_agent("run-2", "agent:main:one"))  # the same session: it waits for run-1
         second = await c.response("run-2")
         assert second["payload"]["status"] == "accepted" and second["payload"]["queuePosition"] == 1
 
@@ -50,6 +58,7 @@ async def test_runs_beyond_the_limit_are_refused_not_lost(tmp_path: Path) -> Non
 
         gw.call_soon(release.set)
         assert (await c.response("run-1", timeout=10))["ok"] and (await c.response("run-2", timeout=10))["ok"]
+        assert (await c.response("run-o", timeout=10))["ok"]
         for _ in range(50):
             if gw.gateway.open_runs == 0:
                 break

@@ -446,3 +446,30 @@ async def test_forget_idle_lanes_keeps_configured_and_busy_lanes() -> None:
     assert [s.lane for s in q.stats()] == ["main", "session:b"]
     gate.set()
     await busy
+
+
+async def test_ahead_counts_what_must_make_room_in_each_lane() -> None:
+    q = LaneQueue({"main": 2})
+    release = asyncio.Event()
+
+    async def hold() -> None:
+        await release.wait()
+
+    def run(session: str) -> asyncio.Task[None]:
+        return asyncio.ensure_future(q.run(f"session:{session}", lambda: q.run("main", hold)))
+
+    assert q.ahead("session:a", "main") == 0  # nothing yet: it would start at once
+    tasks = [run("a")]
+    await _settle()
+    assert q.ahead("session:b", "main") == 0  # another session, and main has a free slot
+    assert q.ahead("session:a", "main") == 1  # behind a's running one
+    tasks.append(run("b"))
+    await _settle()
+    assert q.ahead("session:c", "main") == 1  # main is full: one of the two must finish
+    tasks.append(run("c"))  # waits in main
+    await _settle()
+    assert q.ahead("session:d", "main") == 2  # the one waiting there first, then a slot
+    assert q.ahead("session:a", "main") == 3  # and a's own run before that
+    release.set()
+    await asyncio.gather(*tasks)
+    assert q.ahead("session:a", "main") == 0

@@ -112,6 +112,16 @@ class LaneQueue:
             if self._running == 0:
                 self._idle.set()
 
+    def ahead(self, *lane_names: str) -> int:
+        """How many tasks must make room before one enqueued now in each of ``lane_names`` (in
+        that order) starts: per lane, those beyond its free slots (0 when a slot is free)."""
+        total = 0
+        for name in lane_names:
+            lane = self._lanes.get(name)
+            if lane is not None:
+                total += max(0, lane.active + len(lane.waiting) - lane.concurrency + 1)
+        return total
+
     def _wake(self, lane: _Lane) -> None:
         while lane.waiting and lane.active < lane.concurrency:
             waiter = lane.waiting.popleft()

@@ -151,7 +151,7 @@ async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
         channel=p.channel,
         origin=call.client.origin(),
     )
-    ahead = queue_position(gw)
+    ahead = queue_position(gw, req)
     params = p.model_dump(by_alias=True, exclude_none=True)
     ref = gw.sessions.get_if_open(key)  # an existing session: nothing to create, no worker thread
     if ref is None:
@@ -170,7 +170,7 @@ async def agent(call: MethodCall, p: AgentParams) -> dict[str, Any]:
             "agentId": key.agent_id,
             "status": "accepted",
             "acceptedAt": int(time.time() * 1000),
-            # runs accepted before this one and not finished yet (they may be on other sessions)
+            # the runs this one waits for: its session's, and its lane's beyond the free slots
             **({"queuePosition": ahead} if ahead else {}),
         }
     )

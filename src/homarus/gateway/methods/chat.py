@@ -152,12 +152,12 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
         origin=call.client.origin(),
     )
     ref = await asyncio.to_thread(gw.sessions.ensure, key)
-    ahead = queue_position(gw)
+    ahead = queue_position(gw, req)
     await start_run(gw, req, "chat", p.model_dump(by_alias=True, exclude_none=True), admit=True)
     gw.dedupe.put(f"chat:{run_id}", "started")
     emit_session_changed(gw, key, "create" if ref.created else "send", runId=run_id)
     _ = gw.spawn(run_and_finish(gw, req, "chat"))  # the reply streams as `chat` events
-    # the runs ahead of it (accepted, not finished), when there are any: where a busy gateway stands
+    # the runs it waits for (its session's, its lane's beyond the free slots): where a busy gateway stands
     return {"runId": run_id, "status": "started", **({"queuePosition": ahead} if ahead else {})}
 
 

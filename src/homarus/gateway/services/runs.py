@@ -50,9 +50,11 @@ class AtCapacity(Unavailable):
     """More runs are waiting than ``gateway.maxPendingRuns``: nothing was accepted; retry later."""
 
 
-def queue_position(gateway: GatewayContext) -> int:
-    """How many accepted runs are not finished yet (ahead of one accepted now)."""
-    return gateway.open_runs
+def queue_position(gateway: GatewayContext, req: RunRequest) -> int:
+    """How many runs must make room before ``req`` starts: the ones of its session (one at a time)
+    and those beyond the free slots of its lane (``main``: ``agents.defaults.maxConcurrent``).
+    Runs of other sessions that do not hold it up are not counted."""
+    return gateway.lanes.ahead(f"session:{req.session_key.canonical}", req.lane)
 
 
 async def start_run(
