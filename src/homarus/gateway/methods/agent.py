@@ -189,16 +189,11 @@ async def _replay(call: MethodCall, run_id: str, status: str, payload: Any, erro
     gw = call.gateway
     if status in ("accepted", "running", "started", "in_flight"):
         call.ack({"runId": run_id, "status": "accepted", "meta": {"cached": True}})
-        snap = await gw.run_events.wait(run_id, 3600.0)
+        recorded = await gw.run_events.wait_recorded(run_id, 3600.0)  # its outcome stored, not only announced
         cached = gw.dedupe.get(f"agent:{run_id}")
-        for _ in range(200):  # the end event can precede the stored outcome by a moment
-            if cached is None or cached.terminal:
-                break
-            await asyncio.sleep(0.01)
-            cached = gw.dedupe.get(f"agent:{run_id}")
         if cached is not None and cached.terminal:
             status, payload, error = cached.status, cached.payload, cached.error
-        elif snap is None:
+        elif not recorded:
             raise Unavailable("run is still in progress", retryable=True)
     if status == "interrupted":
         raise RunFailed(

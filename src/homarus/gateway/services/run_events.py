@@ -50,6 +50,9 @@ class RunEvents:
     _chat: dict[str, _ChatState] = field(default_factory=dict)
     snapshots: dict[str, RunSnapshot] = field(default_factory=dict)
     _waiters: dict[str, list[asyncio.Future[RunSnapshot]]] = field(default_factory=dict)
+    #: runs whose end is stored (journal, idempotency cache), most recent last; bounded
+    _recorded: dict[str, None] = field(default_factory=dict)
+    _recorded_waiters: dict[str, list[asyncio.Future[None]]] = field(default_factory=dict)
 
     def __call__(self, event: dict[str, Any]) -> None:
         stream = event["stream"]
@@ -103,9 +106,37 @@ class RunEvents:
             )
 
     def finished(self, run_id: str, status: str, started_at: int, ended_at: int, error: str | None) -> None:
-        """Record the end of a run id that may have had no events of its own (steered or collected)."""
+        """The end of ``run_id`` is stored (called after the journal and the idempotency cache have
+        it): ``agent.wait`` snapshots, and :meth:`wait_recorded` returns. Also for a run id that had
+        no events of its own (steered or collected)."""
         mapped = {"aborted": "timeout"}.get(status, status)
         self._set(RunSnapshot(run_id, mapped, started_at, ended_at, error))
+        self._recorded[run_id] = None
+        if len(self._recorded) > 2000:  # bounded: oldest first
+            for old in list(self._recorded)[:500]:
+                del self._recorded[old]
+        for fut in self._recorded_waiters.pop(run_id, []):
+            if not fut.done():
+                fut.set_result(None)
+
+    async def wait_recorded(self, run_id: str, timeout_s: float) -> bool:
+        """Wait until the end of ``run_id`` is stored, not only announced: its end event goes out
+        just before the journal commits it. False on timeout."""
+        if run_id in self._recorded:
+            return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._recorded_waiters.setdefault(run_id, []).append(fut)
+        try:
+            await asyncio.wait_for(fut, timeout_s)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            waiters = self._recorded_waiters.get(run_id)
+            if waiters and fut in waiters:
+                waiters.remove(fut)
+                if not waiters:
+                    del self._recorded_waiters[run_id]
 
     async def wait(self, run_id: str, timeout_s: float) -> RunSnapshot | None:
         snap = self.snapshots.get(run_id)

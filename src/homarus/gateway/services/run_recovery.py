@@ -30,7 +30,6 @@ never got there (a steered message still waiting in memory), it is a queued run 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal
@@ -235,13 +234,8 @@ async def _follow(gateway: GatewayContext, record: RunRecord) -> None:
     host_id = record.joined_to or ""
     host = gateway.journal.get(host_id)
     if host is not None and not host.terminal:
-        await gateway.run_events.wait(host_id, FOLLOW_TIMEOUT_S)
+        await gateway.run_events.wait_recorded(host_id, FOLLOW_TIMEOUT_S)  # its end stored, not only announced
         host = gateway.journal.get(host_id)
-        for _ in range(500):  # the end event comes just before the journal's end is committed
-            if host is None or host.terminal:
-                break
-            await asyncio.sleep(0.01)
-            host = gateway.journal.get(host_id)
     if host is None or not host.terminal:
         log.error("run %s: the run it joined (%s) did not end; it stays unfinished", record.run_id, host_id)
         return
