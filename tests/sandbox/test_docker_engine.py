@@ -171,8 +171,8 @@ async def test_no_host_processes(make: Callable[..., SandboxSessions]) -> None:
     view = make().view_for("agent:main:t5", "main")
     r = await run(view, "ls /proc | grep -c '^[0-9]*$'; cat /proc/1/cmdline | tr '\\0' ' '")
     count, pid1 = r.stdout.split("\n", 1)
-    assert int(count) <= 6, r  # the container's own: its sleeping PID 1 and this command
-    assert pid1.strip() == "sleep infinity"
+    assert int(count) <= 7, r  # the container's own: its PID 1 (docker-init), its sleep, this command
+    assert pid1.strip() == "/sbin/docker-init -- sleep infinity"  # a PID 1 that reaps zombies
 
 
 async def test_no_host_secrets_in_env(make: Callable[..., SandboxSessions], monkeypatch: pytest.MonkeyPatch) -> None:
@@ -194,6 +194,16 @@ async def test_timeout_kills_the_command_and_what_it_left_in_the_container(
     assert r.timed_out and time.monotonic() - started < 15, r
     left = docker("exec", container_of(view), "ps", "-eo", "args").stdout
     assert marker not in left, left  # the one that left the process group too
+
+
+async def test_what_a_command_leaves_running_ends_with_it_and_its_exit_status_and_stdin_stay(
+    make: Callable[..., SandboxSessions],
+) -> None:
+    view = make().view_for("agent:main:t7d", "main")
+    assert view.backend is not None
+    r = await view.backend.run("sleep 432.1 & read line; echo got $line; exit 3", str(view.root), {}, 20, b"hello\n")
+    assert (r.exit_code, r.stdout) == (3, "got hello\n"), r
+    assert "432.1" not in docker("exec", container_of(view), "ps", "-eo", "args").stdout  # as on the host
 
 
 async def test_abort_kills_the_command_in_the_container(make: Callable[..., SandboxSessions]) -> None:
@@ -365,6 +375,6 @@ async def test_auto_picks_docker_when_bubblewrap_does_not_work(
     assert sessions.backend_kind() == "docker"
     view = sessions.view_for("agent:main:a1", "main")
     r = await run(view, "cat /proc/1/cmdline | tr '\\0' ' '")
-    assert r.stdout.strip() == "sleep infinity", r
+    assert r.stdout.strip().endswith("sleep infinity"), r
     assert view.backend is not None
     await view.backend.aclose()

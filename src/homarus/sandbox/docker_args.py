@@ -3,7 +3,7 @@
 
 ``docker create`` gets the hardened arguments in a fixed order: labels, read-only root, tmpfs,
 network, user, environment, ``--cap-drop ALL``, ``no-new-privileges``, profiles, DNS and hosts,
-resource limits, the workspace mounts, custom binds, then ``<image> sleep infinity``. Nothing is
+resource limits, the workspace mounts, custom binds, then ``--init <image> sleep infinity``. Nothing is
 built before :func:`validate_docker_config` has passed: the bind, network, profile checks of
 :mod:`homarus.sandbox.validate`, plus a refusal of every value the docker CLI could read as an
 option (a leading ``-``) or that cannot be one argument (NUL, newline).
@@ -75,6 +75,13 @@ _ENV_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 #: set by the backend or meaningless across the host/container boundary
 _EXEC_RESERVED_ENV = frozenset(
     {"PATH", "HOME", "USER", "LOGNAME", "SHELL", "HOSTNAME", "PWD", "OLDPWD", "HOMARUS_EXEC_ID"}
+)
+#: ``sh -c _BOUNDED <seconds> <argv...>``: the command under ``timeout -s KILL`` (its own process
+#: group, killed whole when the time is up), and once it ends, what it left running in that group
+#: (``cmd &``) killed too, as on the host; stdin passed through, the exit status kept
+_BOUNDED = (
+    'exec 3<&0; timeout -s KILL "$0" "$@" <&3 3<&- & p=$!; exec 3<&-; '  # an `&` job's stdin would be /dev/null
+    'wait "$p"; r=$?; kill -KILL -"$p" 2>/dev/null; exit "$r"'
 )
 #: the variable that marks every process of one ``docker exec`` (for killing them all, see ``reap``)
 EXEC_ID_ENV = "HOMARUS_EXEC_ID"
@@ -304,7 +311,9 @@ def build_create_args(
         args += ["-v", f"{_arg(agent_ws, 'agent workspace')}:{AGENT_MOUNT}:ro,z"]
     for bind in checked.binds:
         args += ["-v", f"{bind.source}:{bind.target}" + (":ro" if bind.mode == "ro" else "")]
-    return [*args, cfg.image, "sleep", "infinity"]
+    # --init: a reaping PID 1 (docker-init), so killed commands never stay as zombies counting
+    # against the pids limit (`sleep` as PID 1 would never wait for them)
+    return [*args, "--init", cfg.image, "sleep", "infinity"]
 
 
 # -- docker exec ------------------------------------------------------------------------------
@@ -351,8 +360,9 @@ def build_exec_args(
 
     ``env`` loses credential-like keys and the host's ``PATH``/``HOME``/... (``HOME`` becomes the
     workdir). Killing the docker client does not kill what it started in the container, so with
-    ``timeout_s`` the command runs under ``timeout -s KILL`` inside, which kills its process group;
-    ``exec_id`` marks all its processes (``HOMARUS_EXEC_ID``), even those that leave the group.
+    ``timeout_s`` the command runs under ``timeout -s KILL`` inside, which kills its process group
+    (and what the command left in it when it ends); ``exec_id`` marks all its processes
+    (``HOMARUS_EXEC_ID``), even those that leave the group.
     """
     argv = [shell, "-c", command] if isinstance(command, str) else list(command)
     if not argv:
@@ -368,7 +378,7 @@ def build_exec_args(
         args += ["-e", f"{key}={value}"]
     args.append(name)
     if timeout_s is not None:
-        args += ["timeout", "-s", "KILL", f"{max(1, int(timeout_s + 0.999))}"]
+        args += [shell, "-c", _BOUNDED, f"{max(1, int(timeout_s + 0.999))}"]
     return [*args, *argv]
 
 
