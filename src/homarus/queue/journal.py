@@ -31,7 +31,7 @@ from typing import Any, TypedDict, Unpack
 from homarus.fs import open_durable_sqlite
 from homarus.group_commit import GroupCommitter
 
-__all__ = ["RunJournal", "RunRecord"]
+__all__ = ["RunJournal", "RunRecord", "Where"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (

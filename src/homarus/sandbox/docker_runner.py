@@ -24,6 +24,7 @@ __all__ = [
     "SubprocessRunner",
     "docker_cli_env",
     "engine_available",
+    "engine_version",
     "raise_if_no_engine",
     "tail",
 ]
@@ -92,17 +93,32 @@ class SubprocessRunner:
 
 def engine_available(docker: str = "docker", *, timeout: float = ENGINE_PROBE_TIMEOUT_S) -> bool:
     """Whether a Docker engine answers ``docker info`` within ``timeout`` (False without the CLI)."""
+    return engine_version(docker, timeout=timeout)[0] is not None
+
+
+def engine_version(docker: str = "docker", *, timeout: float = ENGINE_PROBE_TIMEOUT_S) -> tuple[str | None, str]:
+    """(the engine's version, "") when one answers ``docker info`` within ``timeout``, else
+    (None, why not)."""
     try:
         done = subprocess.run(  # noqa: S603  (our own argv)
             [docker, "info", "--format", "{{.ServerVersion}}"],
             capture_output=True,
+            text=True,
             timeout=timeout,
             env=docker_cli_env(),
             check=False,
         )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0 and bool(done.stdout.strip())
+    except subprocess.TimeoutExpired:
+        return None, f"the Docker engine did not answer within {timeout:g} s"
+    except FileNotFoundError:
+        return None, f"the docker CLI is not installed ({docker}; apt-get install docker.io)"
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"the docker CLI could not run: {exc}"
+    version = done.stdout.strip()
+    if done.returncode != 0 or not version:
+        why = tail(done.stderr) or "no answer"
+        return None, f"no Docker engine answers: {why} (start dockerd, or check DOCKER_HOST)"
+    return version, ""
 
 
 def raise_if_no_engine(rc: int, err: str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from homarus.agents.prompt import strip_silent
 from homarus.security.scopes import READ
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["RunEvents", "RunSnapshot"]
 
 DELTA_INTERVAL_S = 0.150
+T = TypeVar("T")
 
 
 @dataclass
@@ -52,7 +53,7 @@ class RunEvents:
     _waiters: dict[str, list[asyncio.Future[RunSnapshot]]] = field(default_factory=dict)
     #: runs whose end is stored (journal, idempotency cache), most recent last; bounded
     _recorded: dict[str, None] = field(default_factory=dict)
-    _recorded_waiters: dict[str, list[asyncio.Future[None]]] = field(default_factory=dict)
+    _recorded_waiters: dict[str, list[asyncio.Future[bool]]] = field(default_factory=dict)
 
     def __call__(self, event: dict[str, Any]) -> None:
         stream = event["stream"]
@@ -85,13 +86,9 @@ class RunEvents:
     # -- agent.wait support -------------------------------------------------------------------
     def _set(self, snap: RunSnapshot) -> None:
         self.snapshots[snap.run_id] = snap
-        if len(self.snapshots) > 2000:  # bounded: oldest first
-            for old in list(self.snapshots)[:500]:
-                del self.snapshots[old]
+        _bound(self.snapshots)
         if snap.status != "running":
-            for fut in self._waiters.pop(snap.run_id, []):
-                if not fut.done():
-                    fut.set_result(snap)
+            _resolve(self._waiters, snap.run_id, snap)
 
     def _settle_chat(self, run_id: str, status: str, error: str | None = None) -> None:
         """A client that saw the final event and retries must get the outcome, not "in_flight"."""
@@ -112,48 +109,22 @@ class RunEvents:
         mapped = {"aborted": "timeout"}.get(status, status)
         self._set(RunSnapshot(run_id, mapped, started_at, ended_at, error))
         self._recorded[run_id] = None
-        if len(self._recorded) > 2000:  # bounded: oldest first
-            for old in list(self._recorded)[:500]:
-                del self._recorded[old]
-        for fut in self._recorded_waiters.pop(run_id, []):
-            if not fut.done():
-                fut.set_result(None)
+        _bound(self._recorded)
+        _resolve(self._recorded_waiters, run_id, True)
 
     async def wait_recorded(self, run_id: str, timeout_s: float) -> bool:
         """Wait until the end of ``run_id`` is stored, not only announced: its end event goes out
         just before the journal commits it. False on timeout."""
         if run_id in self._recorded:
             return True
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._recorded_waiters.setdefault(run_id, []).append(fut)
-        try:
-            await asyncio.wait_for(fut, timeout_s)
-            return True
-        except TimeoutError:
-            return False
-        finally:
-            waiters = self._recorded_waiters.get(run_id)
-            if waiters and fut in waiters:
-                waiters.remove(fut)
-                if not waiters:
-                    del self._recorded_waiters[run_id]
+        recorded = await _wait_for(self._recorded_waiters, run_id, timeout_s)
+        return recorded is not None
 
     async def wait(self, run_id: str, timeout_s: float) -> RunSnapshot | None:
         snap = self.snapshots.get(run_id)
         if snap is not None and snap.status != "running":
             return snap
-        fut: asyncio.Future[RunSnapshot] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(run_id, []).append(fut)
-        try:
-            return await asyncio.wait_for(fut, timeout_s)
-        except TimeoutError:
-            return None
-        finally:
-            waiters = self._waiters.get(run_id)
-            if waiters and fut in waiters:
-                waiters.remove(fut)
-                if not waiters:
-                    del self._waiters[run_id]
+        return await _wait_for(self._waiters, run_id, timeout_s)
 
     # -- chat ---------------------------------------------------------------------------------
     def _delta(self, run_id: str, session_key: str, text: str, seq: int) -> None:
@@ -209,6 +180,35 @@ class RunEvents:
         bus = self.gateway.bus
         bus.session_event("chat", payload, session_key=event["sessionKey"], run_id=run_id, guard=READ)
         bus.release_run(run_id)
+
+
+def _bound(items: dict[str, Any]) -> None:
+    """Keep a per-run dict bounded: past 2000 entries, the oldest 500 go."""
+    if len(items) > 2000:
+        for old in list(items)[:500]:
+            del items[old]
+
+
+def _resolve(waiters: dict[str, list[asyncio.Future[T]]], run_id: str, value: T) -> None:
+    for fut in waiters.pop(run_id, []):
+        if not fut.done():
+            fut.set_result(value)
+
+
+async def _wait_for(waiters: dict[str, list[asyncio.Future[T]]], run_id: str, timeout_s: float) -> T | None:
+    """Wait for :func:`_resolve` of ``run_id``; None on timeout (the waiter is removed either way)."""
+    fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+    waiters.setdefault(run_id, []).append(fut)
+    try:
+        return await asyncio.wait_for(fut, timeout_s)
+    except TimeoutError:
+        return None
+    finally:
+        mine = waiters.get(run_id)
+        if mine and fut in mine:
+            mine.remove(fut)
+            if not mine:
+                del waiters[run_id]
 
 
 def _assistant(text: str) -> dict[str, Any]:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from homarus.gateway.context import GatewayContext
+    from homarus.queue.journal import Where
 
 __all__ = ["AtCapacity", "RunFailed", "final_payload", "queue_position", "record_end", "run_and_finish", "start_run"]
 
@@ -83,24 +84,15 @@ async def start_run(
             retryable=True,
             retry_after_ms=2000,
         )
-    key, request = req.session_key, req.to_json()
+    key = req.session_key
+    where: Where = {"session_key": key.canonical, "agent_id": key.agent_id, "lane": req.lane, "request": req.to_json()}
     if prepare is None:  # straight to the journal's writer: no worker thread
-        record, created = await gateway.journal.aaccept(
-            req.run_id, kind, params, session_key=key.canonical, agent_id=key.agent_id, lane=req.lane, request=request
-        )
+        record, created = await gateway.journal.aaccept(req.run_id, kind, params, **where)
     else:
 
         def accept() -> tuple[Any, bool]:
             prepare()
-            return gateway.journal.accept(
-                req.run_id,
-                kind,
-                params,
-                session_key=key.canonical,
-                agent_id=key.agent_id,
-                lane=req.lane,
-                request=request,
-            )
+            return gateway.journal.accept(req.run_id, kind, params, **where)
 
         record, created = await run_on_lane(accept)
     if created:
