@@ -15,7 +15,7 @@ from typing import Annotated, Any, Final
 from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator, SerializationInfo
 from pydantic.alias_generators import to_camel
 
-__all__ = ["DEFAULTS", "ConfigModel", "lazy_section"]
+__all__ = ["DEFAULTS", "ConfigModel", "LazyTarget", "lazy_section"]
 
 
 class ConfigModel(BaseModel):
@@ -62,6 +62,16 @@ def _model(target: str) -> type[BaseModel]:
     return model
 
 
+class LazyTarget(str):
+    """The model a :func:`lazy_section` field holds (``"module:Class"``), kept in its annotation so
+    that walks over the schema (secret redaction, docs) can reach it without validating anything."""
+
+    __slots__ = ()
+
+    def model(self) -> type[BaseModel]:
+        return _model(str(self))
+
+
 def lazy_section(target: str) -> Any:
     """The annotation of a field holding the model ``target`` (``"module:Class"``), imported only
     when the input has the field or the field is read. Pair it with ``Field(DEFAULTS, alias=...)``
@@ -84,4 +94,4 @@ def lazy_section(target: str) -> Any:
             exclude_unset=info.exclude_unset,
         )
 
-    return Annotated[Any, PlainValidator(validate), PlainSerializer(serialize)]
+    return Annotated[Any, PlainValidator(validate), PlainSerializer(serialize), LazyTarget(target)]
