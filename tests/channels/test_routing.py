@@ -127,3 +127,16 @@ def test_session_keys_are_lower_case_and_channels_keep_their_kind() -> None:
     broadcast = InboundMessage("telegram", "default", "channel", "-100ABC", "m", "1")
     key = session_key_for(broadcast, "main", main_key="main", dm_scope="main", identity_links={})
     assert key == "agent:main:telegram:channel:-100abc"
+
+
+def test_main_is_the_owners_session_a_non_owner_dm_gets_its_own_unless_sharing_is_opted_in() -> None:
+    assert route(dm("7"), owner=True).session_key == "agent:main:main"
+    stranger = route(dm("8"), owner=False)
+    assert stranger.session_key == "agent:main:telegram:direct:8" and stranger.dm_scope == "per-channel-peer"
+    # a binding that says main does not hand the owner's session out either
+    bound = route(dm("8"), [{**binding("main"), "session": {"dmScope": "main"}}], owner=False)
+    assert bound.session_key == "agent:main:telegram:direct:8"
+    shared = route(dm("8"), owner=False, share_main=True)
+    assert shared.session_key == "agent:main:main" and shared.dm_scope == "main"
+    # other scopes are per sender already
+    assert route(dm("8"), owner=False, dm_scope="per-peer").session_key == "agent:main:direct:8"

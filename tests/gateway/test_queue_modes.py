@@ -137,7 +137,7 @@ async def test_collect_merges_queued_messages(tmp_path: Path) -> None:
         await _send(c, "second", "k2")
         await _send(c, "third", "k3")
         for _ in range(500):  # both must be queued before the running turn ends
-            pending = gw.gateway.runtime._collect.get("agent:main:main")
+            pending = gw.gateway.runtime._collect.get(("agent:main:main", "owner"))
             if pending is not None and len(pending[0]) == 2:
                 break
             await asyncio.sleep(0.01)

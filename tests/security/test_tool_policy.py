@@ -150,3 +150,18 @@ def test_agent_provider_layer_is_step_six() -> None:
     assert "exec" not in allowed(inputs, agent_id="ops", provider="anthropic", model="claude")
     assert "exec" in allowed(inputs, agent_id="ops", provider="openai", model="gpt")
     assert "exec" in allowed(inputs, agent_id="main", provider="anthropic", model="claude")
+
+
+def test_strangers_get_an_allowlist_nothing_unless_named() -> None:
+    from homarus.security.tool_policy import stranger_tools
+
+    every = {"read", "write", "exec", "process", "ls", "web_fetch", "web_search", "message", "browser"}
+    every |= {"memory_search", "sessions_history", "time__get_current_time", "fs__read_file", "plugin_tool"}
+    assert stranger_tools(every, None) == set()
+    assert stranger_tools(every, ()) == set()
+    assert stranger_tools(every, ["web_fetch", "group:memory"]) == {"web_fetch", "memory_search"}
+    assert stranger_tools(every, ["mcp:time"]) == {"time__get_current_time"}
+    assert stranger_tools(every, ["Bash"]) == {"exec"}  # aliases as everywhere else
+    # alone in a sandbox: the sandbox's file and shell tools, still nothing else
+    alone = stranger_tools(every, None, sandboxed_alone=True)
+    assert alone == {"read", "write", "exec", "process", "ls"}

@@ -44,6 +44,12 @@ class RunRequest:
     #: the run's own "running" update rather than as a separate rewrite of the session store
     session_fields: dict[str, Any] | None = None
 
+    @property
+    def trust(self) -> str:
+        """Whose policy the run carries: ``owner`` (an operator, an owner, the gateway itself) or the
+        non-owner policy key it runs under. Only runs of the same trust share a turn."""
+        return self.policy_key.canonical if self.policy_key is not None else "owner"
+
     def to_json(self) -> dict[str, Any]:
         """What the run journal keeps so the run can be submitted again after a restart."""
         out: dict[str, Any] = {

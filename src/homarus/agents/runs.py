@@ -51,6 +51,9 @@ class RunOutcome:
 class ActiveRun:
     run_id: str
     session_key: str
+    #: the trust of the request that started it (``RunRequest.trust``): only requests of the same
+    #: trust are steered into it
+    trust: str = "owner"
     abort: asyncio.Event = field(default_factory=asyncio.Event)
     steering: list[UserMessage] = field(default_factory=list)
     follow_ups: list[UserMessage] = field(default_factory=list)

@@ -97,8 +97,9 @@ class AgentRuntime:
         self.system_events: Callable[[str], list[dict[str, Any]]] | None = None
         #: the sandbox a session's tools run in (None, or returning None: unsandboxed)
         self.sandbox_for: Callable[[SessionKey], SandboxView | None] | None = None
-        #: narrows the tools of a run asked for by someone other than an owner (``policy_key``)
-        self.untrusted_filter: Callable[[SessionKey, set[str]], set[str]] | None = None
+        #: the tools of a run asked for by someone other than an owner (``policy_key`` set): an
+        #: allowlist over what the session's policy gives; without it such a run gets no tools
+        self.untrusted_filter: Callable[[RunRequest, set[str]], set[str]] | None = None
         #: operator hooks for ``agent:bootstrap`` (may change the bootstrap file list)
         self.bootstrap_hook: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
         #: awaited with a run that begins executing now (its lane slot was taken) and the runs
@@ -109,18 +110,28 @@ class AgentRuntime:
         #: before anything else of the run happens; if it raises, the run fails without starting)
         self.on_run_start: Callable[[str, list[str]], None] | None = None
         self.runs = RunRegistry()
-        self._collect: dict[str, tuple[list[RunRequest], asyncio.Future[RunOutcome]]] = {}
+        #: (session key, trust) → the collect batch waiting for its turn
+        self._collect: dict[tuple[str, str], tuple[list[RunRequest], asyncio.Future[RunOutcome]]] = {}
         self.sleep: Callable[[float], Any] = asyncio.sleep
 
     # -- submission and queue modes -------------------------------------------------------------
     async def submit(self, req: RunRequest) -> RunOutcome:
-        """Run ``req`` now, or fold it into the session's running work per the queue mode."""
+        """Run ``req`` now, or fold it into the session's running work per the queue mode.
+
+        The trust rule: a turn runs with the policy of whoever sent it. A request is steered into,
+        collected with, or allowed to interrupt only work of its own trust (``RunRequest.trust``);
+        any other request waits for its turn as a run of its own, with its own tools.
+        """
         cfg = self._config()
         mode = req.queue_mode or cfg.messages.queue.mode
         key = req.session_key.canonical
         active = self.runs.for_session(key)
         if active is None:
             return await self.run(req)
+        if active.trust != req.trust:
+            if mode == "collect":
+                return await self._collect_into(req)  # batches are per trust as well
+            return await self.run(req)  # a followup of its own, whatever the mode says
         if mode == "interrupt":
             self.abort(key, origin="interrupt")
             self.lanes.clear(f"session:{key}")
@@ -143,16 +154,17 @@ class AgentRuntime:
 
     async def _collect_into(self, req: RunRequest) -> RunOutcome:
         key = req.session_key.canonical
-        pending = self._collect.get(key)
+        batch_key = (key, req.trust)
+        pending = self._collect.get(batch_key)
         if pending is not None:
             pending[0].append(req)
             return await asyncio.shield(pending[1])
         batch = [req]
         future: asyncio.Future[RunOutcome] = asyncio.get_running_loop().create_future()
-        self._collect[key] = (batch, future)
+        self._collect[batch_key] = (batch, future)
 
         async def merged() -> RunOutcome:
-            self._collect.pop(key, None)  # messages arriving from now on start a new batch
+            self._collect.pop(batch_key, None)  # messages arriving from now on start a new batch
             texts = [r.message for r in batch]
             parts = ["[Queued messages while agent was busy]"]
             for i, text in enumerate(texts, 1):
@@ -188,13 +200,6 @@ class AgentRuntime:
         run.abort.set()
         return [run.run_id]
 
-    def steer(self, session_key: str, text: str) -> bool:
-        run = self.runs.for_session(session_key)
-        if run is None or run.compacting or run.abort.is_set():
-            return False
-        run.steering.append(UserMessage(text))
-        return True
-
     async def _starting(self, run_id: str, joined: list[str]) -> None:
         """Record a start outside a run's own first trip (a message steered into a running run)."""
         if self.on_run_start is not None:
@@ -204,7 +209,7 @@ class AgentRuntime:
     async def _execute(self, req: RunRequest) -> RunOutcome:
         cfg = self._config()
         key = req.session_key
-        active = ActiveRun(req.run_id, key.canonical)
+        active = ActiveRun(req.run_id, key.canonical, req.trust)
         self.runs.start(active)
         if self.on_session_run is not None:
             try:
@@ -284,8 +289,8 @@ class AgentRuntime:
         if self.tool_filter is not None:
             allowed = self.tool_filter(policy_key, candidates[0].info.provider, candidates[0].info.id)
             tools = {n: t for n, t in tools.items() if n in allowed}
-        if req.policy_key is not None and self.untrusted_filter is not None:
-            kept = self.untrusted_filter(req.policy_key, set(tools))
+        if req.policy_key is not None:  # deny by default: no filter wired means no tools
+            kept = self.untrusted_filter(req, set(tools)) if self.untrusted_filter is not None else set()
             tools = {n: t for n, t in tools.items() if n in kept}
         if cfg.tools.lazy_schemas and tools:
             schema_tool = tool_schema_tool(tools)
@@ -362,7 +367,14 @@ class AgentRuntime:
             system_prompt=changes.system_prompt,
             tools=tools,
             make_tool_context=lambda call_id: self.tool_context(
-                key, req.run_id, call_id, ws, active.abort, skills.read_roots if skills else None, policy_key
+                key,
+                req.run_id,
+                call_id,
+                ws,
+                active.abort,
+                skills.read_roots if skills else None,
+                policy_key,
+                trusted=req.policy_key is None,
             ),
             abort=active.abort,
             emit=stream_tap(self.raw_stream, req.run_id, translator.handle) if self.raw_stream else translator.handle,
@@ -565,6 +577,8 @@ class AgentRuntime:
         abort: asyncio.Event,
         skill_roots: frozenset[str] | None = None,
         sandbox_key: SessionKey | None = None,
+        *,
+        trusted: bool = True,
     ) -> ToolContext:
         """A tool call's context; a sandboxed session's tools see the sandbox's workspace.
 
@@ -576,7 +590,9 @@ class AgentRuntime:
         services = {**self.services, "skills": skill_roots} if skill_roots else self.services
         if self.memory_for is not None:
             services = {**services, "memory": self.memory_for(key.agent_id)}
-        return ToolContext(key.canonical, key.agent_id, run_id, call_id, ws, abort, services, sandbox=view)
+        return ToolContext(
+            key.canonical, key.agent_id, run_id, call_id, ws, abort, services, sandbox=view, trusted=trusted
+        )
 
     def workspace_dir(self, agent_id: str, cfg: HomarusConfig) -> Path:
         return setup.workspace_dir(agent_id, cfg, self.state_dir)

@@ -17,7 +17,9 @@ Session keys: DMs follow ``session.dmScope`` (a binding may override it): ``main
 ``agent:<a>:<mainKey>``, ``per-peer`` → ``agent:<a>:direct:<peer>``, ``per-channel-peer`` →
 ``agent:<a>:<channel>:direct:<peer>``, ``per-account-channel-peer`` →
 ``agent:<a>:<channel>:<account>:direct:<peer>``; ``<peer>`` is the identity-link name when the
-sender is linked. Groups are ``agent:<a>:<channel>:group:<id>`` (``:channel:<id>`` for broadcast
+sender is linked. ``main`` is the owners' session: a DM from anyone else lands in its sender's
+own ``per-channel-peer`` session instead, unless ``share_main`` (``session.shareMainWithNonOwners``)
+says otherwise. Groups are ``agent:<a>:<channel>:group:<id>`` (``:channel:<id>`` for broadcast
 channels), and a thread adds ``:<thread word>:<id>`` (``topic`` for Telegram forum topics, as the
 original names them; ``thread`` elsewhere).
 """
@@ -100,6 +102,8 @@ def resolve_route(
     primary_account: str,
     thread_word: str = "thread",
     pinned_agent: str | None = None,
+    owner: bool = True,
+    share_main: bool = False,
 ) -> Route:
     """The agent and session for ``msg`` (already admitted: bindings never admit)."""
     listed = list(bindings)
@@ -122,6 +126,8 @@ def resolve_route(
     else:
         agent, matched_by = default_agent, "default"
     scope = override or dm_scope
+    if scope == "main" and msg.chat_kind == "direct" and not owner and not share_main:
+        scope = "per-channel-peer"  # never the owner's session, whatever the scope says
     key = session_key_for(
         msg, agent, main_key=main_key, dm_scope=scope, identity_links=identity_links, thread_word=thread_word
     )

@@ -107,6 +107,9 @@ class ChannelAccountConfig(ConfigModel):
     media_max_mb: float | None = Field(None, gt=0, le=2000)
     #: the longest message sent in one piece (default: the channel's own limit)
     text_chunk_limit: int | None = Field(None, ge=100, le=100_000)
+    #: the tools a run sent by someone other than an owner may use (names, ``group:*``,
+    #: ``mcp:<server>``, globs); unset: none at all — they get answers only
+    stranger_tools: tuple[str, ...] | None = Field(None, max_length=200)
 
     @field_validator("allow_from", "group_allow_from", mode="before")
     @classmethod

@@ -31,6 +31,10 @@ class SessionConfig(ConfigModel):
     #: where chat DMs land: the agent's main session (``main``), or one session per sender
     #: (``per-peer``), per channel and sender, or per account, channel and sender
     dm_scope: Literal["main", "per-peer", "per-channel-peer", "per-account-channel-peer"] = "main"
+    #: ``main`` is the owners' session: a DM from anyone else lands in a session of its own
+    #: (per channel and sender) unless this is set — then they share the owner's transcript, each
+    #: of their messages labelled with its sender (``homarus security audit`` flags it)
+    share_main_with_non_owners: bool = False
     #: one person's ids on several channels, so they share a DM session: ``{"alice":
     #: ["telegram:123", "discord:456"]}`` (the name replaces the sender id in the session key)
     identity_links: dict[str, tuple[str, ...]] = Field(default_factory=dict, max_length=1000)

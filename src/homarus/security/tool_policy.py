@@ -19,11 +19,13 @@ __all__ = [
     "DEFAULT_HTTP_DENY",
     "GROUPS",
     "PROFILES",
+    "STRANGER_SANDBOX_TOOLS",
     "LayerSpec",
     "PolicyInputs",
     "ToolPolicy",
     "Verdict",
     "normalize_tool_name",
+    "stranger_tools",
 ]
 
 log = logging.getLogger("homarus.tools.policy")
@@ -107,6 +109,25 @@ DEFAULT_HTTP_DENY = (
     "openclaw",
     "homarus",
 )
+
+
+#: what a non-owner's run gets, unasked, when its session runs in a sandbox of its own (its own
+#: workspace, nothing of the agent's mounted): those tools touch only that sandbox
+STRANGER_SANDBOX_TOOLS: tuple[str, ...] = ("group:fs", "group:runtime")
+
+
+def stranger_tools(names: Iterable[str], granted: Iterable[str] | None, *, sandboxed_alone: bool = False) -> set[str]:
+    """The tools a run sent by someone other than an owner may use: an allowlist, never a deny list.
+
+    Nothing unless named: ``granted`` (``channels.<id>.strangerTools``: names, groups, ``mcp:<server>``,
+    globs), plus :data:`STRANGER_SANDBOX_TOOLS` when the session runs alone in a sandbox. A tool a
+    plugin or an MCP server adds later is therefore never offered to a stranger by accident.
+    """
+    entries = [*(granted or ()), *(STRANGER_SANDBOX_TOOLS if sandboxed_alone else ())]
+    if not entries:
+        return set()
+    matcher = _Matcher(tuple(_expand(entries)))
+    return {n for n in names if matcher.matches(normalize_tool_name(n))}
 
 
 def normalize_tool_name(name: str) -> str:

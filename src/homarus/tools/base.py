@@ -42,6 +42,9 @@ class ToolContext:
     on_update: Callable[[Any], None] | None = None
     #: set when the session is sandboxed: ``workspace`` is then the sandbox's ``/workspace``
     sandbox: SandboxView | None = None
+    #: False when the run was sent by someone other than an owner: tools that reach beyond the
+    #: caller's own session (other sessions' transcripts) refuse or narrow
+    trusted: bool = True
 
 
 @dataclass(slots=True)

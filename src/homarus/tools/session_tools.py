@@ -7,7 +7,7 @@ import json
 import time
 from typing import Any
 
-from homarus.errors import InvalidRequest
+from homarus.errors import Forbidden, InvalidRequest
 from homarus.tools.base import Tool, ToolContext, ToolResult, tool_from_function
 
 __all__ = ["session_tools"]
@@ -31,6 +31,8 @@ async def sessions_list(ctx: ToolContext, limit: int = 20, active_minutes: int |
         now = int(time.time() * 1000)
         rows = []
         for _agent, key, entry in mgr.all_entries(ctx.agent_id):
+            if not ctx.trusted and key != ctx.session_key:
+                continue  # a non-owner's run sees its own session only
             if active_minutes and now - entry.updated_at > active_minutes * 60_000:
                 continue
             rows.append(
@@ -58,6 +60,8 @@ async def sessions_history(ctx: ToolContext, session_key: str, limit: int = 20) 
     """The last messages of a session of this agent, as role: text lines."""
     mgr = _sessions(ctx)
     key = mgr.resolve_key(session_key, ctx.agent_id)
+    if not ctx.trusted and key.canonical != ctx.session_key:
+        raise Forbidden("a run sent by someone other than the owner may read only its own session")
 
     def read() -> list[dict[str, Any]]:
         ref = mgr.require(key)

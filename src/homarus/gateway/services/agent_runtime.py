@@ -12,10 +12,11 @@ from homarus.agents.runtime import AgentRuntime
 from homarus.gateway.services.approvals import approve_tool_call
 from homarus.gateway.services.cron_access import LazyCron
 from homarus.gateway.services.memory_access import memory_for, session_started
-from homarus.gateway.services.policy import HOST_TOOLS
+from homarus.gateway.services.policy import stranger_grant
 from homarus.gateway.services.skills import plugin_skill_dirs
 
 if TYPE_CHECKING:
+    from homarus.agents.request import RunRequest
     from homarus.gateway.context import GatewayContext
     from homarus.sessions.keys import SessionKey
     from homarus.tools.sandbox_sessions import SandboxView
@@ -71,10 +72,18 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         if gw.hookmd.handlers_for("agent", "bootstrap"):
             await gw.hookmd.trigger("agent", "bootstrap", event)
 
-    def untrusted_filter(key: SessionKey, names: set[str]) -> set[str]:
-        if sandbox_for(key) is not None:
-            return names  # sandboxed: its tools touch the sandbox, not the gateway's host
-        return names - HOST_TOOLS
+    def untrusted_filter(req: RunRequest, names: set[str]) -> set[str]:
+        from homarus.security.tool_policy import stranger_tools
+
+        assert req.policy_key is not None
+        view = sandbox_for(req.policy_key)
+        sandbox = gw.config.agents.defaults.sandbox
+        # alone: a sandbox of this session's own, with nothing of the agent's workspace mounted
+        alone = view is not None and sandbox.scope == "session" and sandbox.workspace_access == "none"
+        kept = stranger_tools(names, stranger_grant(gw, req), sandboxed_alone=alone)
+        if view is not None and view.browser and alone:
+            kept |= names & {"browser"}  # the sandbox's own browser, with a throw-away profile
+        return kept
 
     runtime.on_run_start = gw.journal.mark_started
     runtime.untrusted_filter = untrusted_filter

@@ -173,6 +173,8 @@ class InboundDispatcher:
             primary_account=channel_cfg.primary_account if channel_cfg is not None else "default",
             thread_word=spec.thread_word if spec is not None else "thread",
             pinned_agent=decision.topic_agent,
+            owner=decision.owner,
+            share_main=cfg.session.share_main_with_non_owners,
         )
 
     async def _pair(self, row: InboxRow) -> None:

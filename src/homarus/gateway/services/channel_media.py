@@ -5,7 +5,8 @@ Files land in ``<workspace>/media/<session>/`` (0600), so the file tools can ope
 to 5 MB also go to the model as image parts (a vision model sees them; the path is given either
 way); other files are named by their workspace path, with their type and size. A file over the
 channel's ``mediaMaxMb`` is not fetched: the sender is told, politely, and the rest of the
-message goes on.
+message goes on. Someone other than an owner has a quota: their session's media directory holds at
+most ``STRANGER_MEDIA_QUOTA`` bytes, so a stranger cannot fill the owner's disk.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = ["MediaResult", "fetch_media"]
 log = logging.getLogger("homarus.channels")
 
 IMAGE_TO_MODEL_MAX: Final = 5 * 1024 * 1024
+STRANGER_MEDIA_QUOTA: Final = 200 * 1024 * 1024
 TOO_LARGE: Final = "Sorry, that {kind} is too large for me ({size} MB; the limit is {limit} MB)."
 
 
@@ -46,20 +48,31 @@ def _mb(size: int) -> str:
 
 
 async def fetch_media(
-    gw: GatewayContext, service: ChannelService, messages: list[InboundMessage], session_key: str, agent_id: str
+    gw: GatewayContext,
+    service: ChannelService,
+    messages: list[InboundMessage],
+    session_key: str,
+    agent_id: str,
+    *,
+    owner: bool = True,
 ) -> MediaResult:
     out = MediaResult()
     slug = re.sub(r"[^a-z0-9_.-]+", "-", session_key.lower()).strip("-")[:80] or "session"
     workspace = gw.workspace_dir(agent_id)
     dest = workspace / "media" / slug
+    used = 0 if owner else await asyncio.to_thread(_bytes_in, dest)
     for msg in messages:
         if not msg.attachments:
             continue
         settings = service.manager.settings(msg.channel, msg.account_id)
-        limit = int(float(settings.get("media_max_mb") or 100) * 1024 * 1024)
+        cap = int(float(settings.get("media_max_mb") or 100) * 1024 * 1024)
         account = service.manager.account(msg.channel, msg.account_id)
         notes = out.notes.setdefault(msg.message_id, [])
         for attachment in msg.attachments:
+            limit = cap if owner else max(0, min(cap, STRANGER_MEDIA_QUOTA - used))
+            if limit <= 0:
+                notes.append(f"[{attachment.kind} not accepted: this sender's media quota is used up]")
+                continue
             if attachment.size is not None and attachment.size > limit:
                 await _too_large(service, msg, attachment.kind, attachment.size, limit)
                 notes.append(
@@ -84,11 +97,19 @@ async def fetch_media(
             path = Path(saved.path)
             shown = path.relative_to(workspace) if path.is_relative_to(workspace) else path
             size = saved.size or 0
+            used += size
             notes.append(f"[{saved.kind} received: {shown} ({saved.mime_type or 'unknown type'}, {_mb(size)} MB)]")
             if saved.kind == "image" and size <= IMAGE_TO_MODEL_MAX:
                 data = base64.b64encode(await asyncio.to_thread(path.read_bytes)).decode("ascii")
                 out.images.append(ImageContent(data, saved.mime_type or "image/jpeg"))
     return out
+
+
+def _bytes_in(directory: Path) -> int:
+    try:
+        return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
+    except OSError:
+        return 0
 
 
 async def _too_large(service: ChannelService, msg: InboundMessage, kind: str, size: int, limit: int) -> None:

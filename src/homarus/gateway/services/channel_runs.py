@@ -50,10 +50,12 @@ def run_id_for(first: InboundMessage) -> str:
     return str(uuid.UUID(hashlib.sha256(key.encode()).hexdigest()[:32]))
 
 
-def compose_prompt(messages: list[InboundMessage], notes: dict[str, list[str]]) -> str:
+def compose_prompt(messages: list[InboundMessage], notes: dict[str, list[str]], *, shared: bool = False) -> str:
     """The user's turn: their words as theirs; forwarded and quoted text marked as someone else's.
 
-    In a group each message is prefixed with its sender, so the model knows who speaks.
+    In a group each message is prefixed with its sender, so the model knows who speaks; so is a
+    non-owner's message in a DM session they share with the owner (``shared``), marked as not the
+    owner's, so that the owner's later turns never read it as their own words.
     ``notes``: per message id, lines about its attachments (saved paths, refusals).
     """
     parts: list[str] = []
@@ -70,6 +72,9 @@ def compose_prompt(messages: list[InboundMessage], notes: dict[str, list[str]]) 
         body = "\n".join(lines).strip()
         if msg.chat_kind != "direct":
             body = f"[{msg.sender_name or msg.sender_id}]: {body}"
+        elif shared:
+            who = f"{msg.sender_name} ({msg.sender})" if msg.sender_name else msg.sender
+            body = f"[Message from {who}, not the owner]: {body}"
         parts.append(body)
     return "\n\n".join(p for p in parts if p)
 

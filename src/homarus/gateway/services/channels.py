@@ -171,11 +171,12 @@ class ChannelService:
         has_media = any(m.attachments for m in messages)
         existing = await asyncio.to_thread(gw.journal.get, run_id) if has_media else None
         if existing is None:
-            media = await fetch_media(gw, self, messages, key.canonical, route.agent_id)
+            media = await fetch_media(gw, self, messages, key.canonical, route.agent_id, owner=decision.owner)
             req = RunRequest(
                 run_id=run_id,
                 session_key=key,
-                message=compose_prompt(messages, media.notes) or "(an empty message)",
+                message=compose_prompt(messages, media.notes, shared=not decision.owner and route.dm_scope == "main")
+                or "(an empty message)",
                 images=media.images,
                 channel=first.channel,
                 trigger="user",

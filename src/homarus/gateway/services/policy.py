@@ -8,18 +8,26 @@ from typing import TYPE_CHECKING, Any
 from homarus.security.tool_policy import LayerSpec, PolicyInputs, ToolPolicy
 
 if TYPE_CHECKING:
+    from homarus.agents.request import RunRequest
     from homarus.config.schema import HomarusConfig
     from homarus.gateway.context import GatewayContext
     from homarus.sessions.keys import SessionKey
 
-__all__ = ["HOST_TOOLS", "ToolAccess", "policy_inputs"]
+__all__ = ["ToolAccess", "policy_inputs", "stranger_grant"]
 
-#: what a run asked for by someone other than an owner (a paired stranger, a group) may not use
-#: unless its session is sandboxed: the tools that act on the gateway's host and its control plane
-HOST_TOOLS: frozenset[str] = frozenset(
-    {"exec", "process", "write", "edit", "apply_patch", "cron", "gateway", "browser", "canvas", "nodes"}
-    | {"sessions_spawn", "sessions_send"}
-)
+
+def stranger_grant(gw: GatewayContext, req: RunRequest) -> tuple[str, ...] | None:
+    """``strangerTools`` of the channel account a non-owner's run came from (None: not granted)."""
+    origin: dict[str, Any] = req.origin if isinstance(req.origin, dict) else {}
+    raw = origin.get("target")
+    target: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    channel = str(target.get("channel") or req.channel or "")
+    cfg = gw.config.channels.configured().get(channel) if gw.config.present("channels") else None
+    if cfg is None:
+        return None
+    account = str(target.get("accountId") or cfg.primary_account)
+    granted = cfg.account(account).get("stranger_tools")
+    return tuple(granted) if granted else None
 
 
 def _layer(name: str, section: Any) -> LayerSpec | None:
