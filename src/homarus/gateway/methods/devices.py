@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import Field
 
-from homarus.errors import NotFound
+from homarus.errors import Forbidden, NotFound
 from homarus.gateway.router import MethodCall, Params
 from homarus.protocol.limits import CloseCode
-from homarus.security.scopes import PAIRING
+from homarus.security.scopes import ADMIN, PAIRING
 
 __all__: list[str] = []
 
@@ -60,6 +60,14 @@ async def pair_list(call: MethodCall, p: Params) -> dict[str, Any]:
 
 async def pair_approve(call: MethodCall, p: RequestParams) -> dict[str, Any]:
     store = call.gateway.devices
+    waiting = next((r for r in await asyncio.to_thread(store.pending) if r.request_id == p.request_id), None)
+    if waiting is not None and ADMIN not in call.client.scopes:
+        beyond = sorted(set(waiting.scopes) - set(call.client.scopes))
+        if beyond:  # nobody hands out more than they hold; the request stays for someone who may
+            raise Forbidden(
+                f"approving this device would grant scopes you do not hold: {', '.join(beyond)}",
+                details={"missingScopes": beyond},
+            )
     request = await asyncio.to_thread(store.take, p.request_id)
     by = call.client.display_name or call.client.client_id
     meta = {**request.meta, "approvedBy": by}

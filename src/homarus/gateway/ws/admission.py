@@ -3,7 +3,8 @@
 Before the handshake: a gateway shutting down, credentials in the URL, too many unauthenticated
 sockets from one address, or an address locked out by failed guesses are refused with an HTTP
 answer, before they cost a socket. In ``connect``: the device proof when one is sent, then the
-shared secret (constant time); only a wrong secret counts as a guess.
+shared secret (constant time); only a wrong secret counts as a guess. The shared secret without a
+device grants scopes only to a local, direct connection.
 """
 
 from __future__ import annotations
@@ -121,7 +122,12 @@ class Admission:
             )
         auth.limiter.reset(ip)
         if req.params.device is None:
-            return Admitted(requested)
+            # the shared secret without a device: full use from this machine (the local CLI); from
+            # anywhere else it proves nothing about who connects, so no scopes (``health`` only),
+            # as the original does: a remote app pairs its device first
+            if not local:
+                log.warning("a device-less connection from %s got no scopes (pair a device)", ip)
+            return Admitted(requested if local else frozenset())
         admitted = pair_or_request(self.gateway, req, requested, ip, local=local)
         if isinstance(admitted, ErrorShape):
             return admitted

@@ -1,6 +1,7 @@
 """What ``connect`` does with a device whose proof verified (openclaw-protocol.md §1.6).
 
-* With the shared secret: a paired device gets a fresh device token in ``hello-ok.auth``; an
+* With the shared secret: a paired device gets a fresh device token in ``hello-ok.auth`` (its
+  pairing unchanged: only an approval changes what it was approved for); an
   unpaired one (or one asking for a role or more scopes than it was approved for) is paired
   silently when the connection is local and direct (loopback, no forwarding headers) and it is not
   a scope upgrade; otherwise a pairing request waits for an operator (``device.pair.requested``)
@@ -65,13 +66,16 @@ def pair_or_request(
         reason = "role-upgrade"
     elif not scopes <= set(paired.scopes):
         reason = "scope-upgrade"
-    if reason is None or (local and reason != "scope-upgrade"):
-        approved = scopes if reason is not None or paired is None else scopes & set(paired.scopes)
-        by = "local connection" if reason is not None else "already paired"
-        token = store.pair(device.id, device.public_key, req.role, sorted(approved), _meta(req), by)
-        if reason is not None:
-            log.info("device %s paired from a local connection (%s)", device.id[:12], reason)
-        return DeviceAdmission(device.id, approved, token, store.issued_at(device.id, req.role))
+    if reason is None and paired is not None:
+        # already paired: a fresh token, and the pairing as it was approved (asking for fewer
+        # scopes this time narrows this connection, never the pairing)
+        token = store.rotate(device.id, req.role)
+        store.seen(device.id)
+        return DeviceAdmission(device.id, scopes & set(paired.scopes), token, store.issued_at(device.id, req.role))
+    if local and reason != "scope-upgrade":
+        token = store.pair(device.id, device.public_key, req.role, sorted(scopes), _meta(req), "local connection")
+        log.info("device %s paired from a local connection (%s)", device.id[:12], reason)
+        return DeviceAdmission(device.id, scopes, token, store.issued_at(device.id, req.role))
     try:
         pending, created = store.request(device.id, device.public_key, req.role, sorted(scopes), _meta(req), ip)
     except RateLimited as exc:
