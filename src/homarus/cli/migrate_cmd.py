@@ -90,8 +90,14 @@ def _print(args: argparse.Namespace, the_plan: Any, source: Path, backups: list[
             continue
         print(f"\n{kind}:")
         for item in items:
-            detail = f"  ({item.detail})" if item.detail else ""
+            detail = f" = {item.detail}" if kind == "config" and item.action == "carry" and item.detail else ""
+            detail = detail or (f"  ({item.detail})" if item.detail else "")
             print(f"  {_SYMBOL.get(item.action, '?')} {item.action:<6} {item.what}{detail}")
+            if item.security:
+                print(f"           ⚠ security: {item.security}")
+    flagged = [i for i in the_plan.items if i.security]
+    if flagged:
+        print(f"\n⚠ {len(flagged)} carried setting(s) matter for security: read them before you run the gateway")
     counts = ", ".join(f"{n} {action}" for action, n in sorted(the_plan.counts().items()))
     print(f"\n{counts}")
     for backup in backups:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,18 +69,51 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _workspace_files(src: Path, out: MigrationPlan) -> list[Path]:
+    """The workspace files to consider, every one a regular file inside ``src`` itself: a symbolic
+    link (to a file or a directory) or anything whose real path leaves the workspace is refused
+    and reported, never followed (a hostile source could point ``memory/`` at ``~/.ssh``)."""
+    root = src.resolve()
+    found: list[Path] = []
+
+    def refuse(path: Path, why: str) -> None:
+        out.add("file", str(path.relative_to(src)), "error", f"refused: {why}")
+
+    def consider(path: Path) -> None:
+        if path.is_symlink():
+            refuse(path, "a symbolic link")
+        elif not path.resolve().is_relative_to(root):
+            refuse(path, "its real path is outside the source")
+        elif path.is_file():
+            found.append(path)
+
+    for name in WORKSPACE_FILES:
+        if os.path.lexists(src / name):
+            consider(src / name)
+    for dirname in WORKSPACE_DIRS:
+        base = src / dirname
+        if base.is_symlink():
+            refuse(base, "a symbolic link")
+            continue
+        if not base.is_dir():
+            continue
+        for parent, dirs, files in os.walk(base, followlinks=False):
+            here = Path(parent)
+            for d in sorted(dirs):
+                if (here / d).is_symlink():
+                    refuse(here / d, "a symbolic link")
+            dirs[:] = sorted(d for d in dirs if not (here / d).is_symlink())
+            for f in sorted(files):
+                consider(here / f)
+    return found
+
+
 def _plan_workspace(src: Path | None, target: Path, out: MigrationPlan) -> None:
     if src is None:
         out.add("file", "workspace", "skip", "no workspace found in the source")
         return
-    pairs: list[tuple[Path, Path]] = [(src / name, target / name) for name in WORKSPACE_FILES]
-    for dirname in WORKSPACE_DIRS:
-        base = src / dirname
-        if base.is_dir():
-            pairs += [(p, target / p.relative_to(src)) for p in sorted(base.rglob("*")) if p.is_file()]
-    for s, t in pairs:
-        if not s.is_file() or s.is_symlink():
-            continue
+    for s in _workspace_files(src, out):
+        t = target / s.relative_to(src)
         rel = str(s.relative_to(src))
         if t.exists():
             if t.is_file() and _digest(t) == _digest(s):
@@ -230,7 +265,8 @@ def apply(out: MigrationPlan, paths: StatePaths, *, sessions_dir: Callable[[str]
         atomic_write(config_path, json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     for src, target in out.files:
         ensure_private_dir(target.parent)
-        atomic_write(target, src.read_bytes(), mode=0o644)
+        # the file's own mode, never looser than the source had it (a 0600 note stays 0600)
+        atomic_write(target, _read_regular(src), mode=(stat.S_IMODE(src.stat().st_mode) & ~0o022) | 0o600)
     if out.sessions:
         _write_sessions(out, sessions_dir)
     if out.cron_jobs:
@@ -238,6 +274,13 @@ def apply(out: MigrationPlan, paths: StatePaths, *, sessions_dir: Callable[[str]
     if out.approvals:
         _write_approvals(out.approvals, paths.state_dir)
     return backups
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of ``path``, refusing a link that appeared since the plan was made."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 def _write_sessions(out: MigrationPlan, sessions_dir: Callable[[str], Path]) -> None:

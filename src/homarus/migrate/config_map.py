@@ -11,12 +11,14 @@ OpenClaw-only switches of a kept section are named with why they do not apply).
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass
 from typing import Any, Final
 
 from pydantic import ValidationError
 
 from homarus.config.loader import format_validation_error
+from homarus.config.redact import redact
 from homarus.config.schema import SECTIONS, HomarusConfig
 from homarus.config.store import delete_path
 
@@ -45,9 +47,14 @@ class PlanItem:
     what: str
     action: str  # carry | rename | skip | error | keep
     detail: str = ""
+    #: why a carried key matters for security (the dry run flags it), or ""
+    security: str = ""
 
     def to_json(self) -> dict[str, str]:
-        return {"kind": self.kind, "what": self.what, "action": self.action, "detail": self.detail}
+        out = {"kind": self.kind, "what": self.what, "action": self.action, "detail": self.detail}
+        if self.security:
+            out["security"] = self.security
+        return out
 
 
 def _leaves(value: Any, prefix: str) -> list[str]:
@@ -92,11 +99,53 @@ def map_config(source: dict[str, Any], *, workspace_note: str | None) -> tuple[d
                 out.pop(section, None)
                 items.append(PlanItem("config", section, "skip", format_validation_error(exc)[0].message))
     carried = {i.what for i in items}
-    for key, value in out.items():
+    shown = redact(out)  # values are shown, secrets masked
+    for key, value in shown.items():
         for leaf in _leaves(value, key):
             if leaf not in carried:
-                items.append(PlanItem("config", leaf, "carry"))
+                leaf_value = _at(shown, leaf)
+                items.append(PlanItem("config", leaf, "carry", _show(leaf_value), security_note(leaf, _at(out, leaf))))
     return out, items
+
+
+def _at(data: Any, dotted: str) -> Any:
+    node = data
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def security_note(key: str, value: Any) -> str:
+    """Why carrying ``key`` = ``value`` deserves a look before it takes effect (or "")."""
+    parts = key.split(".")
+    if key == "gateway.bind" and str(value) not in ("loopback", "127.0.0.1", "::1", "localhost"):
+        return "the gateway will listen beyond this machine"
+    if key == "gateway.auth.mode" and value == "none":
+        return "no authentication at all"
+    if key in ("gateway.auth.token", "gateway.auth.password"):
+        return "a credential the source's clients already know keeps working here"
+    if key == "tools.exec.security" and value == "full":
+        return "host commands run without approval"
+    if parts[0] == "mcp" and parts[-1] in ("command", "args") and len(parts) == 4:
+        return "runs a program on this machine when an agent first uses the server"
+    if key.endswith("sandbox.mode") and value == "off":
+        return "tools run on this machine, not in a sandbox"
+    if parts[0] == "channels" and parts[-1] == "dmPolicy" and value == "open":
+        return "anyone may talk to the assistant"
+    if parts[0] == "channels" and parts[-1] in ("allowFrom", "groupAllowFrom") and "*" in (value or ()):
+        return "a wildcard sender rule"
+    if key == "commands.ownerAllowFrom":
+        return "these senders get the owner's session and tools"
+    if key.startswith("hooks.") and parts[-1] in ("enabled", "token"):
+        return "public webhooks start agent runs"
+    if key.startswith("plugins.load"):
+        return "loads plugin code from these paths"
+    return ""
 
 
 def _reason(message: str) -> str:

@@ -12,16 +12,20 @@ What is read, for each kind, from whichever place the source's version keeps it:
 * the workspace: ``agents.defaults.workspace`` if it exists, else ``workspace/`` beside or above
   the state directory.
 
-SQLite files are opened read-only (``mode=ro``, immutable when the source is not running), so a
-migration cannot change, lock or checkpoint the original's state. Everything that cannot be read is
-reported as a problem and the rest is still read.
+The source is untrusted input: a SQLite store is copied (with its WAL) into a private temporary
+directory and read there, so nothing — not even SQLite's ``-shm`` index — is created in the
+source, and it cannot be locked or checkpointed; a session id that could not be a file name
+(``[A-Za-z0-9._-]{1,128}``, no ``..``) is refused. Everything that cannot be read is reported as a
+problem and the rest is still read.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import shutil
 import sqlite3
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -61,11 +65,31 @@ class OpenClawState:
 
 @contextlib.contextmanager
 def _readonly(path: Path) -> Iterator[sqlite3.Connection]:
-    db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    """The store at ``path``, read from a private copy (with its ``-wal``, where recent writes of a
+    running original may still sit): SQLite writes an ``-shm`` beside any WAL database it opens,
+    even read-only, and the source must stay exactly as it was."""
+    with tempfile.TemporaryDirectory(prefix="homarus-migrate-") as tmp:
+        copy = Path(tmp) / path.name
+        shutil.copyfile(path, copy)
+        wal = path.with_name(path.name + "-wal")
+        if wal.is_file() and not wal.is_symlink():
+            shutil.copyfile(wal, copy.with_name(copy.name + "-wal"))
+        db = sqlite3.connect(copy)
+        try:
+            yield db
+        finally:
+            db.close()
+
+
+def _safe_session_id(session_id: Any, where: str, state: OpenClawState) -> str | None:
+    from homarus.errors import InvalidRequest
+    from homarus.sessions.keys import valid_session_id
+
     try:
-        yield db
-    finally:
-        db.close()
+        return valid_session_id(str(session_id))
+    except InvalidRequest as exc:
+        state.problems.append((where, f"{exc.message}; the session is refused"))
+        return None
 
 
 def _load_json5(path: Path, state: OpenClawState, depth: int = 0) -> dict[str, Any]:
@@ -129,7 +153,10 @@ def _sqlite_sessions(db_path: Path, agent_id: str, state: OpenClawState) -> None
     try:
         with _readonly(db_path) as db:
             nodes = db.execute("SELECT session_key, current_session_id, entry_json FROM session_nodes").fetchall()
-            for key, session_id, entry_json in nodes:
+            for key, raw_id, entry_json in nodes:
+                session_id = _safe_session_id(raw_id, f"{db_path}:{key}", state)
+                if session_id is None:
+                    continue
                 try:
                     entry = json.loads(entry_json)
                 except ValueError:
@@ -163,13 +190,18 @@ def _file_sessions(directory: Path, agent_id: str, state: OpenClawState) -> None
         state.problems.append((str(store), f"cannot read: {exc}"))
         return
     for key, entry in entries.items() if isinstance(entries, dict) else []:
-        session_id = entry.get("sessionId") if isinstance(entry, dict) else None
-        if not isinstance(session_id, str):
+        raw_id = entry.get("sessionId") if isinstance(entry, dict) else None
+        if not isinstance(raw_id, str):
             state.problems.append((f"{store}:{key}", "entry without sessionId; skipped"))
+            continue
+        session_id = _safe_session_id(raw_id, f"{store}:{key}", state)
+        if session_id is None:
             continue
         lines: list[dict[str, Any] | None] = []
         path = directory / f"{session_id}.jsonl"
         try:
+            if path.is_symlink():
+                raise OSError("a symbolic link")
             raw_lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
         except OSError:
             raw_lines = []

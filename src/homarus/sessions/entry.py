@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from homarus.errors import InvalidRequest
 from homarus.protocol.compat import (
     NO_BOARDS,
     NO_PERMISSION_MODES,
@@ -67,6 +68,16 @@ class SessionEntry(BaseModel):
     aborted_last_run: bool | None = Field(default=None, alias="abortedLastRun")
     channel: str | None = None
     chat_type: str | None = Field(default=None, alias="chatType")
+
+    @field_validator("session_id")
+    @classmethod
+    def _safe_id(cls, v: str) -> str:
+        from homarus.sessions.keys import valid_session_id
+
+        try:
+            return valid_session_id(v)
+        except InvalidRequest as exc:
+            raise ValueError(exc.message) from None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)

@@ -23,12 +23,23 @@ __all__ = [
     "main_session_key",
     "normalize_agent_id",
     "parse_session_key",
+    "valid_session_id",
 ]
 
 AGENT_ID_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 MAX_KEY_LENGTH = 512
 SENTINELS = frozenset({"global", "unknown"})
 _BAD_CHARS = re.compile(r"[\s\x00-\x1f\x7f]")
+#: a session id names its transcript file: nothing that could leave the sessions directory
+SESSION_ID_RE = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
+
+
+def valid_session_id(session_id: str) -> str:
+    """``session_id`` when it is safe as a file name (``[A-Za-z0-9._-]{1,128}``, no ``..``)."""
+    if not SESSION_ID_RE.fullmatch(session_id) or ".." in session_id:
+        raise InvalidRequest(f"invalid session id {session_id[:64]!r}: [A-Za-z0-9._-]{{1,128}} without '..'")
+    return session_id
+
 
 Kind = Literal["direct", "group", "channel", "global", "unknown", "main", "cron", "subagent", "hook", "other"]
 

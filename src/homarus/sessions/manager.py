@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from homarus.errors import InvalidRequest, NotFound
 from homarus.sessions.entry import SessionEntry
-from homarus.sessions.keys import SessionKey, parse_session_key
+from homarus.sessions.keys import SessionKey, parse_session_key, valid_session_id
 from homarus.sessions.store import Maintenance, SessionStore
 from homarus.sessions.transcript import Transcript
 
@@ -96,7 +96,8 @@ class SessionManager:
         handles = self._transcripts
         t = handles.get((agent_id, session_id))
         if t is None:
-            t = handles[agent_id, session_id] = Transcript(self.sessions_dir(agent_id) / f"{session_id}.jsonl")
+            path = self.sessions_dir(agent_id) / f"{valid_session_id(session_id)}.jsonl"
+            t = handles[agent_id, session_id] = Transcript(path)
             if len(handles) > MAX_TRANSCRIPT_HANDLES:
                 handles.popitem(last=False)  # one still in use keeps working: it rereads a file that grew
         else:
