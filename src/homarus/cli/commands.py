@@ -76,6 +76,10 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             from homarus.cli.migrate_cmd import run_migrate
 
             return run_migrate(args, paths)
+        elif args.command == "security" and args.security_command:
+            from homarus.cli.security_cmd import run_security
+
+            return run_security(args, paths)
         elif args.command == "cron" and args.cron_command:
             from homarus.cli.cron_cmd import run_cron
 

@@ -17,6 +17,7 @@ from homarus.cli.migrate_cmd import add_migrate_parser
 from homarus.cli.models_cmd import add_models_parser
 from homarus.cli.onboard_cmd import add_onboard_parser
 from homarus.cli.pairing_cmd import add_pairing_parser
+from homarus.cli.security_cmd import add_security_parser
 from homarus.cli.service_cmd import add_service_parsers
 from homarus.cli.skills_cmd import add_skills_parser
 
@@ -121,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_onboard_parser(sub)
     add_memory_parser(sub)
     add_skills_parser(sub)
+    add_security_parser(sub)
     return parser
 
 

@@ -166,6 +166,7 @@ class Gateway(LazyServices):
             from homarus.gateway.services.channels import start_channels
 
             await start_channels(self)
+        self._log_security_findings()
         await resubmit(self, self.recovery)
         settle_heap()  # what start-up made lives as long as the gateway
         self._serving = True
@@ -175,6 +176,20 @@ class Gateway(LazyServices):
             context = {"stateDir": str(self.paths.state_dir)}
             event = {"type": "gateway", "action": "startup", "messages": [], "context": context}
             await self.hookmd.trigger("gateway", "startup", event)
+
+    def _log_security_findings(self) -> None:
+        """What ``homarus security audit`` calls high, in the log at every start (config reads and
+        a few ``stat`` calls: nothing is built for it)."""
+        from homarus.security.config_audit import audit_config
+
+        try:
+            findings = audit_config(self.config, self.paths.state_dir, self.paths.config_path)
+        except Exception:  # an audit never stops a start
+            log.exception("the security audit at start failed")
+            return
+        for f in findings:
+            if f.severity == "high":
+                log.warning("security: %s (%s); fix: %s — see homarus security audit", f.title, f.detail, f.fix)
 
     def on_listening(self, port: int) -> None:
         """The socket is bound: record the port and tell the plugins (``gateway_start``)."""
