@@ -203,3 +203,16 @@ def test_onboard_then_the_service(tmp_path: Path, llm: FakeLLM) -> None:
     finally:
         stop = [str(tmp_path / "bin" / "systemctl"), "--user", "stop", "homarus-gateway.service"]
         subprocess.run(stop, env={**_env(state), **env}, check=False)
+
+
+def test_the_diff_never_shows_a_secret(tmp_path: Path, llm: FakeLLM) -> None:
+    """Red team (issue: onboard --yes printed a botToken line): both sides of the diff are masked."""
+    old_token = "123456:OLD-secret-bot-token-abcdefghijkl"
+    (tmp_path / "homarus.json").write_text(
+        json.dumps({"channels": {"telegram": {"botToken": old_token, "enabled": False}}})
+    )
+    common = ["--provider", "custom", "--base-url", llm.base_url, "--api-key", KEY, "--model", "gpt-large"]
+    done = _onboard(tmp_path, *common, "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "botToken" in done.stdout and old_token not in done.stdout and KEY not in done.stdout
+    assert "__HOMARUS_REDACTED__" in done.stdout

@@ -17,13 +17,28 @@ class Interrupted(Exception):
 
 
 def unified_diff(old: str, new: str, old_name: str, new_name: str) -> str:
+    """The diff of two config texts, every secret of either masked (a diff is printed, and a
+    terminal's scrollback or a CI log is no place for a bot token)."""
     import difflib
 
+    from homarus.config.redact import redact_text
+
+    parsed = [_parsed(old), _parsed(new)]
+    old, new = redact_text(old, parsed), redact_text(new, parsed)
     lines = difflib.unified_diff(
         old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=old_name, tofile=new_name
     )
     text = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
     return text or "(no difference)\n"
+
+
+def _parsed(text: str) -> object:
+    import json5
+
+    try:
+        return json5.loads(text) if text.strip() else None
+    except ValueError:
+        return None
 
 
 class Prompter:
