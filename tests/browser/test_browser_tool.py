@@ -179,3 +179,39 @@ async def test_idle_browser_is_closed_and_sandboxed_sessions_get_their_own_or_no
         assert hub.status("main", sandboxed=True)["profile"].endswith("sandbox-profile")
     finally:
         await hub.stop()
+
+
+async def test_the_browser_connects_to_the_address_it_checked_and_a_rebinding_name_is_refused(
+    tmp_path: Path, site: tuple[str, list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DNS rebinding (issue: the browser checked a name's address, then Chromium resolved it
+    again). ``pinned.test`` and ``rebind.test`` exist only in Homarus's resolver: a page of the
+    first loads, so the connection went to the address the check resolved, not to a second lookup
+    (the system cannot resolve it at all); the second answers a public address to the check and
+    loopback afterwards, and nothing is fetched from loopback."""
+    base, seen = site
+    port = base.rsplit(":", 1)[1]
+    rebind_answers = iter([["93.184.216.34"]])
+    real = __import__("homarus.security.ssrf", fromlist=["system_resolver"]).system_resolver
+
+    async def resolver(host: str, port_: int) -> list[str]:
+        if host == "pinned.test":
+            return ["127.0.0.1"]
+        if host == "rebind.test":
+            return next(rebind_answers, ["127.0.0.1"])  # first the public one, then loopback for good
+        return list(await real(host, port_))
+
+    monkeypatch.setattr("homarus.security.ssrf.system_resolver", resolver)
+    hub = BrowserHub(BrowserConfig.model_validate({"ssrf": {"allow": ["pinned.test"]}}), tmp_path / "state")
+    browser = await hub.for_agent("main")
+    tool: Tool = make_browser_tool(lambda: hub)
+    ctx = ToolContext("agent:main:main", "main", "r1", "c1", tmp_path)
+    try:
+        pinned = await tool.execute(ctx, {"action": "open", "url": f"http://pinned.test:{port}/"})
+        assert "title 'Home'" in _text(pinned), _text(pinned)
+        rebound = await tool.execute(ctx, {"action": "open", "url": f"http://rebind.test:{port}/secret"})
+        assert next(rebind_answers, None) is None  # the check had its public answer
+        assert rebound.is_error and "/secret" not in seen, _text(rebound)
+        assert any("rebind.test" in url and "127.0.0.1" in why for url, why in browser.egress.blocked)
+    finally:
+        await hub.stop()

@@ -6,6 +6,11 @@ on its own), so the handler fetches each request itself with redirects off and c
 stand-in page that navigates to the checked target, a fresh request the router sees again. Only http(s),
 ``data:``, ``blob:`` and ``about:`` URLs load; WebSockets are checked the same way when the
 Playwright version can route them.
+
+The check resolves a name; the fetch that follows would resolve it again. So that a name cannot
+answer one address to the check and another to the fetch (DNS rebinding), the browser reaches the
+network only through :class:`homarus.browser.pin_proxy.PinningProxy`, which connects to the very
+address :meth:`Egress.pin` checked.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from homarus.security.ssrf import resolve_and_pin
+from homarus.security.ssrf import Resolver, resolve_and_pin
 from homarus.security.ssrf_rules import SsrfPolicy, check_url
 
 if TYPE_CHECKING:
@@ -36,6 +41,8 @@ class Egress:
     allow_hosts: tuple[str, ...] = ()
     #: the latest refusals (URL, why), newest last: the tool reports them for the page it drives
     blocked: list[tuple[str, str]] = field(default_factory=list)
+    #: how names are resolved (None: the system's; tests stand in a rebinding DNS)
+    resolver: Resolver | None = None
 
     def _allowed_host(self, host: str) -> bool:
         return any(host == p or (p.startswith("*.") and host.endswith(p[1:])) for p in self.allow_hosts)
@@ -49,16 +56,23 @@ class Egress:
             return None
         if scheme not in ("http", "https", "ws", "wss"):
             return f"scheme {scheme!r} is not allowed"
-        host = (parts.hostname or "").lower()
-        policy = SsrfPolicy(trusted_hostnames=frozenset({host}) if self._allowed_host(host) else frozenset())
         try:
-            target = check_url(url.replace("ws", "http", 1) if scheme.startswith("ws") else url, policy)
-            await resolve_and_pin(target.host, target.port, policy=policy, trusted=policy.trusts(target))
+            await self.pin(url.replace("ws", "http", 1) if scheme.startswith("ws") else url)
         except Exception as exc:  # SsrfBlocked, FetchError, resolution failures: all refusals
             return str(exc) or type(exc).__name__
         return None
 
-    def _refuse(self, url: str, why: str) -> None:
+    async def pin(self, url: str) -> str:
+        """The address an http(s) ``url`` may be fetched from (resolved once, every answer checked);
+        raises with the reason otherwise. The proxy connects to exactly this address."""
+        host = (urlsplit(url).hostname or "").lower()
+        policy = SsrfPolicy(trusted_hostnames=frozenset({host}) if self._allowed_host(host) else frozenset())
+        target = check_url(url, policy)
+        return await resolve_and_pin(
+            target.host, target.port, self.resolver, policy=policy, trusted=policy.trusts(target)
+        )
+
+    def refuse(self, url: str, why: str) -> None:
         self.blocked.append((url, why))
         del self.blocked[:-MAX_BLOCKED]
 
@@ -67,7 +81,7 @@ class Egress:
         url = request.url
         why = await self.check(url)
         if why is not None:
-            self._refuse(url, why)
+            self.refuse(url, why)
             await route.abort("blockedbyclient")
             return
         if urlsplit(url).scheme.lower() in _LOCAL_SCHEMES:
@@ -78,7 +92,7 @@ class Egress:
             try:
                 response = await route.fetch(url=current, max_redirects=0)
             except Exception as exc:  # unreachable, reset: the page sees a failed request
-                self._refuse(current, f"fetch failed: {exc}")
+                self.refuse(current, f"fetch failed: {exc}")
                 await route.abort("failed")
                 return
             location = response.headers.get("location")
@@ -88,7 +102,7 @@ class Egress:
             target = urljoin(current, location)
             why = await self.check(target)
             if why is not None:
-                self._refuse(target, why)
+                self.refuse(target, why)
                 await route.abort("blockedbyclient")
                 return
             if request.is_navigation_request():
@@ -101,13 +115,13 @@ class Egress:
                 )
                 return
             current = target  # a subresource: follow here, every hop checked
-        self._refuse(url, f"more than {MAX_REDIRECTS} redirects")
+        self.refuse(url, f"more than {MAX_REDIRECTS} redirects")
         await route.abort("failed")
 
     async def route_websocket(self, ws: Any) -> None:
         why = await self.check(ws.url)
         if why is not None:
-            self._refuse(ws.url, why)
+            self.refuse(ws.url, why)
             await ws.close(code=1008, reason="blocked")
             return
         ws.connect_to_server()

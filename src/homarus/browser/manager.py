@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from homarus.browser.egress import REDIRECT_HEADER, Egress
+from homarus.browser.pin_proxy import PinningProxy
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page, Playwright
@@ -49,6 +50,8 @@ class AgentBrowser:
         #: the profile is emptied at each start (the sandboxed sessions' browser)
         self.throwaway = throwaway
         self.egress = Egress(tuple(h.lower() for h in cfg.ssrf.allow))
+        #: every connection the browser makes goes to the address the egress checked
+        self.proxy = PinningProxy(self.egress.pin, self.egress.refuse)
         self._pw = playwright
         self._context: BrowserContext | None = None
         self._tabs: dict[str, Page] = {}
@@ -74,11 +77,14 @@ class AgentBrowser:
                 shutil.rmtree(self.profile, ignore_errors=True)
             self.profile.mkdir(parents=True, exist_ok=True, mode=0o700)
             args = [*_ARGS, *(["--no-sandbox"] if os.geteuid() == 0 else [])]  # Chromium's sandbox refuses root
+            await self.proxy.start()
             context = await self._pw.chromium.launch_persistent_context(
                 str(self.profile),
                 executable_path=self.cfg.executable_path,
                 headless=self.cfg.headless,
                 args=args,
+                # loopback too (Playwright drops Chromium's implicit loopback bypass); no bypass list
+                proxy={"server": self.proxy.url},
                 accept_downloads=False,
                 service_workers="block",
                 viewport={"width": 1280, "height": 800},
@@ -100,6 +106,7 @@ class AgentBrowser:
             if context is not None:
                 with contextlib.suppress(Exception):
                     await context.close()
+            await self.proxy.close()
 
     async def tab(self, session_key: str, *, create: bool = True) -> Page:
         """The session's tab (opened on first use)."""
