@@ -215,3 +215,25 @@ async def test_the_browser_connects_to_the_address_it_checked_and_a_rebinding_na
         assert any("rebind.test" in url and "127.0.0.1" in why for url, why in browser.egress.blocked)
     finally:
         await hub.stop()
+
+
+async def test_a_stranger_granted_the_browser_never_drives_the_owner_profile(
+    tmp_path: Path, site: tuple[str, list[str]]
+) -> None:
+    """A run sent by someone other than an owner (``strangerTools: ["browser"]``) gets the
+    throw-away profile: the owner's logged-in cookies are not there."""
+    base, _seen = site
+    hub = BrowserHub(BrowserConfig.model_validate({"ssrf": {"allow": ["127.0.0.1"]}}), tmp_path / "state")
+    tool: Tool = make_browser_tool(lambda: hub)
+    owner = ToolContext("agent:main:main", "main", "r1", "c1", tmp_path)
+    stranger = ToolContext("agent:main:telegram:direct:222", "main", "r2", "c2", tmp_path, trusted=False)
+    try:
+        await tool.execute(owner, {"action": "open", "url": base + "/login"})
+        await tool.execute(owner, {"action": "open", "url": base + "/whoami"})
+        assert "owner-login" in _text(await tool.execute(owner, {"action": "snapshot"}))
+        await tool.execute(stranger, {"action": "open", "url": base + "/whoami"})
+        theirs = _text(await tool.execute(stranger, {"action": "snapshot"}))
+        assert "cookie: none" in theirs and "owner-login" not in theirs
+        assert hub.status("main", sandboxed=True)["running"] and hub.status("main")["running"]
+    finally:
+        await hub.stop()

@@ -4,7 +4,8 @@ The model reads a page through ``snapshot`` (an outline with element refs) and a
 everything a page says reaches the model inside the untrusted-content wrapper. A navigation to a
 blocked address answers "blocked" (nothing was fetched); a ref that is no longer on the page says
 so; ``evaluate`` runs only when ``browser.allowEvaluate`` is on; sandboxed sessions get no browser
-unless ``sandbox.browser.enabled``, and then one with a throw-away profile of their own.
+unless ``sandbox.browser.enabled``, and then one with a throw-away profile of their own; so does a
+run sent by someone other than an owner (who gets the tool only when ``strangerTools`` names it).
 """
 
 from __future__ import annotations
@@ -59,7 +60,9 @@ def make_browser_tool(hub: Callable[[], BrowserHub]) -> Tool:
         """Drive a headless web browser: open/navigate a URL, snapshot the page (an outline whose
         elements carry refs like e12), click/type/select/press/hover by ref, scroll, wait, take a
         screenshot or a PDF, read the console. Private and local addresses are blocked."""
-        sandboxed = ctx.sandbox is not None
+        # a sandboxed session, or a run sent by someone other than an owner (granted the tool by
+        # strangerTools): the throw-away profile, never the owner's logins
+        sandboxed = ctx.sandbox is not None or not ctx.trusted
         if ctx.sandbox is not None and not ctx.sandbox.browser:
             return ToolResult.text(
                 "the browser is not available in sandboxed sessions (sandbox.browser.enabled is off)", is_error=True
