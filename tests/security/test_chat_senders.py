@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from homarus.messages import Context, UserMessage
 from homarus.providers.scripted import Gate, Reply, Responder, ScriptedProvider
 from tests.channels.telegram.test_gateway_telegram import OWNER, STRANGER, config, operator
@@ -202,3 +204,21 @@ async def test_collect_batches_never_mix_a_stranger_with_the_owner(tmp_path: Pat
                 assert "owner three" not in last and tool_names(r) == []
             if "owner three" in last:
                 assert "stranger two" not in last and "exec" in tool_names(r)
+
+
+async def test_a_stranger_cannot_fill_the_disk_with_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack (point 7): a non-owner's files landed in the shared workspace with no quota.
+    Expected: their session's media directory holds at most the quota (made small here); the
+    owner's files are not counted against it."""
+    monkeypatch.setattr("homarus.gateway.services.channel_media.STRANGER_MEDIA_QUOTA", 3000)
+    with shared_assistant(tmp_path) as (gw, fake, _provider):
+        for n in range(3):
+            fake.user_message(STRANGER, None, document_file=(f"f{n}.txt", b"x" * 1200, "text/plain"), caption=f"{n}")
+            await wait_for(lambda: len(fake.texts_to(STRANGER)) > n, what=f"answer {n}")  # noqa: B023
+        media = gw.gateway.workspace_dir("main") / "media"
+        theirs = sum(p.stat().st_size for p in media.rglob("*") if p.is_file() and "222" in str(p))
+        assert theirs == 2400  # the third would have passed the quota
+        assert any("Sorry, that file is too large" in t for t in fake.texts_to(STRANGER))
+        fake.user_message(OWNER, None, document_file=("mine.txt", b"y" * 2500, "text/plain"), caption="keep")
+        await wait_for(lambda: fake.texts_to(OWNER), what="the owner's answer")
+        assert list(media.rglob("*mine.txt"))
