@@ -40,6 +40,12 @@ def shared_assistant(
             yield gw, fake, provider
 
 
+async def dispatched(gw: RunningGateway, n: int) -> None:
+    """Until ``n`` messages have been handed to runs (and a moment for them to be submitted)."""
+    await wait_for(lambda: gw.gateway.channels.dispatcher.dispatched >= n, what=f"{n} dispatched messages")
+    await asyncio.sleep(0.2)
+
+
 def tool_names(context: Context) -> list[str]:
     return sorted(t.name for t in context.tools)
 
@@ -73,7 +79,7 @@ async def steer_attack(tmp_path: Path, **session: Any) -> None:
         fake.user_message(OWNER, "summarise my week, take your time")
         await wait_for(gate.reached.is_set, what="the owner's turn at the model")
         fake.user_message(STRANGER, ATTACK, first_name="Mallory")
-        await asyncio.sleep(0.6)  # dispatched and submitted while the owner's turn still runs
+        await dispatched(gw, 2)  # submitted while the owner's turn still runs
         gw.call_soon(slow.set)
         await wait_for(lambda: fake.texts_to(OWNER) and fake.texts_to(STRANGER), what="both answers")
         workspace = gw.gateway.workspace_dir("main")
@@ -195,7 +201,7 @@ async def test_collect_batches_never_mix_a_stranger_with_the_owner(tmp_path: Pat
         await wait_for(gate.reached.is_set, what="the first turn at the model")
         fake.user_message(STRANGER, "stranger two")
         fake.user_message(OWNER, "owner three")
-        await asyncio.sleep(0.6)
+        await dispatched(gw, 3)
         gw.call_soon(slow.set)
         await wait_for(lambda: len(fake.texts_to(OWNER)) == 2 and fake.texts_to(STRANGER), what="all answers")
         for r in provider.requests:
