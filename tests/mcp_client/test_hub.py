@@ -9,7 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from homarus.config.mcp import McpConfig
+from homarus.mcp.connection import McpUnavailable
 from homarus.mcp.hub import McpHub
 from homarus.tools.base import Tool, ToolContext, ToolRegistry, ToolResult
 
@@ -92,3 +95,27 @@ def test_config_is_checked() -> None:
     for servers in bad:
         with pytest.raises(ValidationError):
             McpConfig.model_validate({"servers": servers})
+
+
+async def test_calls_arriving_while_a_crashed_server_restarts_wait_for_it(tmp_path: Path) -> None:
+    """The crash call fails ("went away"); calls made right after it, before the runner has even
+    noticed the crash (nothing yields in between), wait for the restart within their timeout and
+    are answered by the new server, never by the dead one."""
+    registry = ToolRegistry()
+    hub = _hub(tmp_path, registry)
+    try:
+        await hub.prepare("main")
+        connection = hub.connections["demo"]
+        ctx = ToolContext("k", "main", "r", "c", tmp_path)
+        crash, echo = registry.get("demo__crash"), registry.get("demo__echo")
+        assert crash is not None and echo is not None
+        for round_ in range(3):
+            with pytest.raises(McpUnavailable, match="went away"):
+                await crash.execute(ctx, {})
+            answers = await asyncio.gather(*(echo.execute(ctx, {"text": f"{round_}-{i}"}) for i in range(3)))
+            for i, answer in enumerate(answers):
+                assert not answer.is_error, answer.content
+                assert f"echo: {round_}-{i}" in answer.content[0].text  # type: ignore[union-attr]
+        assert connection.restarts == 3 and connection.state == "ready"
+    finally:
+        await hub.stop()

@@ -64,7 +64,8 @@ class McpConnection:
         self._on_tools = on_tools
         self._client: Client | None = None
         self._task: asyncio.Task[None] | None = None
-        self._ready = asyncio.Event()
+        #: set (and replaced) at every state change: what a caller waiting for the server waits on
+        self._changed = asyncio.Event()
         self._stop = asyncio.Event()
         self._broken = asyncio.Event()
         self._relist = asyncio.Event()
@@ -76,18 +77,38 @@ class McpConnection:
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def start(self) -> None:
-        """Start the runner if it is not running and wait (``timeoutMs``) until the tools are listed."""
-        if self._task is None or self._task.done():
-            self._stop.clear()
-            self._ready.clear()
-            self._task = asyncio.create_task(self._run(), name=f"mcp:{self.name}")
-        elif self.state == "failed":  # waiting out its backoff: a call wants it now
-            self._ready.clear()
-            self._retry.set()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ready.wait(), self._start_timeout())
-        if self.state != "ready":
-            raise McpUnavailable(self._why())
+        """Start the runner if it is not running and wait (``timeoutMs``) until the server is usable.
+
+        A caller that arrives while the server is broken or waiting out its backoff after a crash
+        wakes the restart and waits for it, within the same timeout; only a start that this
+        caller asked for and that failed, or the timeout, fails the call."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._start_timeout()
+        asked = False
+        while not self._usable():
+            if self._task is None or self._task.done():
+                self._stop.clear()
+                self._task = asyncio.create_task(self._run(), name=f"mcp:{self.name}")
+                asked = True
+            elif self.state == "failed":
+                if asked:
+                    raise McpUnavailable(self._why())  # the start this call asked for failed
+                self._retry.set()  # waiting out its backoff: a call wants it now
+                asked = True
+            changed = self._changed
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise McpUnavailable(self._why())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), remaining)
+
+    def _usable(self) -> bool:
+        return self.state == "ready" and self._client is not None and not self._broken.is_set()
+
+    def _set_state(self, state: State) -> None:
+        self.state = state
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
 
     async def stop(self) -> None:
         self._stop.set()
@@ -99,7 +120,7 @@ class McpConnection:
                 task.cancel()
                 with contextlib.suppress(BaseException):
                     await task
-        self.state = "stopped"
+        self._set_state("stopped")
         self.tools = []
         self._on_tools(self)
 
@@ -111,8 +132,8 @@ class McpConnection:
     async def _run(self) -> None:
         attempt = 0
         while not self._stop.is_set():
-            self.state = "starting"
             self._broken.clear()
+            self._set_state("starting")
             try:
                 await self._session()
                 attempt = 0  # it was up; a later failure starts the backoff over
@@ -124,15 +145,13 @@ class McpConnection:
             self._client = None  # its tools stay listed: a call waits for the restart or says why it failed
             if self._stop.is_set():
                 break
-            self.state = "failed"
-            self._ready.set()  # waiters learn it failed now, not after their timeout
+            self._set_state("failed")  # waiters learn it failed now, not after their timeout
             delay = BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)]
             attempt += 1
             self.restarts += 1
             await _first(self._stop, self._retry, timeout=delay)
             self._retry.clear()
-            self._ready.clear()
-        self.state = "stopped"
+        self._set_state("stopped")
 
     async def _session(self) -> None:
         if self.cfg.kind == "stdio":
@@ -165,11 +184,10 @@ class McpConnection:
         async with Client(transport, message_handler=self._message, raise_exceptions=True) as client:
             self._client = client
             await self._list(client)
-            self.state = "ready"
             self.kind = kind  # restarts speak what answered
             self.last_error = None
             self.started_at = int(time.time() * 1000)
-            self._ready.set()
+            self._set_state("ready")
             listener = asyncio.create_task(self._listen(client))
             try:
                 while not self._stop.is_set() and not self._broken.is_set():
@@ -272,7 +290,7 @@ class McpConnection:
     # -- calls ------------------------------------------------------------------------------------
     async def call(self, tool: str, arguments: dict[str, Any], *, on_progress: Any = None) -> CallToolResult:
         """Call ``tool``; a broken connection fails this call and restarts the server."""
-        if self.state != "ready" or self._client is None:
+        if not self._usable():
             await self.start()
         client = self._client
         if client is None:
