@@ -428,7 +428,7 @@ async def test_stats_and_set_concurrency() -> None:
     assert q.stats() == [LaneStats("a", 3, 0, 0, 3), LaneStats("b", 5, 0, 0, 0)]
 
 
-async def test_forget_idle_lanes_keeps_configured_and_busy_lanes() -> None:
+async def test_a_lane_that_is_not_configured_is_kept_only_while_busy() -> None:
     q = LaneQueue({"main": 1})
     gate = asyncio.Event()
 
@@ -441,11 +441,38 @@ async def test_forget_idle_lanes_keeps_configured_and_busy_lanes() -> None:
     await q.run("main", quick)
     await q.run("session:a", quick)
     busy = asyncio.create_task(q.run("session:b", hold))
+    waiting = asyncio.create_task(q.run("session:b", quick))
     await _settle()
-    q.forget_idle_lanes()
-    assert [s.lane for s in q.stats()] == ["main", "session:b"]
+    assert [s.lane for s in q.stats()] == ["main", "session:b"] and q.waiting("session:b") == 1
     gate.set()
-    await busy
+    await asyncio.gather(busy, waiting)
+    assert [s.lane for s in q.stats()] == ["main"]
+    cleared = asyncio.create_task(q.run("session:c", hold))
+    gate.clear()
+    blocked = asyncio.create_task(q.run("session:c", quick))
+    await _settle()
+    assert q.clear("session:c") == 1
+    with pytest.raises(LaneCleared):
+        await blocked
+    gate.set()
+    await cleared
+    assert q.kept() == 1
+
+
+async def test_memory_does_not_grow_with_the_sessions_ever_seen() -> None:
+    """100,000 distinct sessions, each through its own lane and the shared one: the lanes kept
+    stay the configured ones (before: one per session ever seen)."""
+    q = LaneQueue({"main": 4})
+
+    async def quick() -> None:
+        return None
+
+    for batch in range(100):
+        await asyncio.gather(
+            *(q.run(f"session:agent:main:s{batch}-{i}", lambda: q.run("main", quick)) for i in range(1000))
+        )
+        assert q.kept() <= 1 + 1000
+    assert q.kept() == 1 and q.stats()[0].completed == 100_000
 
 
 async def test_ahead_counts_what_must_make_room_in_each_lane() -> None:

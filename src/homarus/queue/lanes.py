@@ -4,7 +4,9 @@ A lane admits at most ``concurrency`` tasks at once and starts waiting ones in a
 Agent runs are double-enqueued by their callers: first the session's lane (one run per session
 at a time), then a global lane (``main``, ``subagent``, ``cron``, ``nested``) that caps
 parallelism. Waiting longer than ``warn_after_s`` is logged. ``clear`` rejects what is pending in
-a lane; ``drain`` makes every new enqueue fail while running work finishes.
+a lane; ``drain`` makes every new enqueue fail while running work finishes. A lane that is not
+configured (a session's) exists only while something runs or waits in it: memory does not grow with
+the number of sessions ever seen.
 """
 
 from __future__ import annotations
@@ -94,6 +96,7 @@ class LaneQueue:
                 elif waiter.done() and not waiter.cancelled() and waiter.exception() is None:
                     lane.active -= 1  # we were granted the slot but will not use it
                     self._wake(lane)
+                self._forget_if_idle(lane_name, lane)
                 raise
             waited = time.monotonic() - started
             if waited > self.warn_after_s:
@@ -109,6 +112,7 @@ class LaneQueue:
             lane.completed += 1
             self._running -= 1
             self._wake(lane)
+            self._forget_if_idle(lane_name, lane)
             if self._running == 0:
                 self._idle.set()
 
@@ -141,6 +145,7 @@ class LaneQueue:
             if not waiter.done():
                 waiter.set_exception(LaneCleared(f"lane {lane_name} was cleared"))
                 rejected += 1
+        self._forget_if_idle(lane_name, lane)
         return rejected
 
     def drain(self) -> None:
@@ -169,8 +174,11 @@ class LaneQueue:
             for name, lane in sorted(self._lanes.items())
         ]
 
-    def forget_idle_lanes(self) -> None:
-        """Drop bookkeeping of empty per-session lanes (they are created on demand)."""
-        for name in [n for n, lane in self._lanes.items() if lane.active == 0 and not lane.waiting]:
-            if name not in self._config:
-                del self._lanes[name]
+    def _forget_if_idle(self, name: str, lane: _Lane) -> None:
+        """Drop a lane that is not configured once nothing runs or waits in it (made again on demand)."""
+        if lane.active == 0 and not lane.waiting and name not in self._config and self._lanes.get(name) is lane:
+            del self._lanes[name]
+
+    def kept(self) -> int:
+        """How many lanes are kept now (the configured ones used so far, and the busy others)."""
+        return len(self._lanes)
