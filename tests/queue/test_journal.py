@@ -275,17 +275,6 @@ def test_records_survive_restart(db_path: Path) -> None:
         second.close()
 
 
-def test_by_session_newest_first_with_limit(journal: RunJournal, monkeypatch: pytest.MonkeyPatch) -> None:
-    ts = iter(range(1000, 2000, 10))
-    monkeypatch.setattr(journal_mod, "_now_ms", lambda: next(ts))
-    for i in range(4):
-        journal.accept(f"r{i}", "agent", {}, session_key="agent:main:a")
-    journal.accept("other", "agent", {}, session_key="agent:main:b")
-    assert [r.run_id for r in journal.by_session("agent:main:a")] == ["r3", "r2", "r1", "r0"]
-    assert [r.run_id for r in journal.by_session("agent:main:a", limit=2)] == ["r3", "r2"]
-    assert journal.by_session("agent:main:none") == []
-
-
 def test_prune_removes_only_old_terminal_runs(journal: RunJournal, monkeypatch: pytest.MonkeyPatch) -> None:
     clock = {"now": 1_000_000}
     monkeypatch.setattr(journal_mod, "_now_ms", lambda: clock["now"])

@@ -13,6 +13,7 @@ import pytest
 
 from homarus.config.sandbox import SandboxLimits
 from homarus.sandbox.bwrap import BwrapBackend, sandbox_workspace
+from homarus.tools.sandboxed import SandboxExecBackend
 from homarus.sandbox.output import ExecResult
 from tests.sandbox.probes import FORK_BOMB
 
@@ -35,7 +36,9 @@ def backend(state: Path) -> Iterator[BwrapBackend]:
 
 
 def run(b: BwrapBackend, cmd: str, timeout: float = 10, env: dict[str, str] | None = None) -> ExecResult:
-    return asyncio.run(b.run(cmd, str(b.workspace), env or {}, timeout))
+    """``cmd`` through the one exec loop the tools use (``SandboxExecBackend`` over ``b``)."""
+    runner = SandboxExecBackend(b, max_output_bytes=b.max_output_bytes)
+    return asyncio.run(runner.run(cmd, str(b.workspace), env or {}, timeout))
 
 
 def test_a_sandbox_workspace_needs_no_capability(backend: BwrapBackend) -> None:

@@ -59,7 +59,6 @@ def test_group_key_parts_kind_and_no_thread() -> None:
     assert key.kind == "group"
     assert key.thread_id is None
     assert key.subagent_depth == 0
-    assert key.parent_key is None
     assert key.canonical == "agent:ops:discord:group:123"
 
 
@@ -118,7 +117,6 @@ def test_kinds(raw: str, kind: str) -> None:
 def test_subagent_of_a_group_session_is_a_subagent() -> None:
     key = parse_session_key("agent:main:discord:group:1:subagent:x")
     assert key.kind == "subagent"
-    assert key.parent_key == "agent:main:discord:group:1"
 
 
 # -- sentinels ----------------------------------------------------------------------------------
@@ -173,31 +171,22 @@ def test_non_prefixed_key_with_invalid_requested_agent_is_rejected() -> None:
 # -- subagents ----------------------------------------------------------------------------------
 
 
-def test_subagent_depth_and_parent_one_level() -> None:
-    key = parse_session_key("agent:main:main:subagent:abc")
-    assert key.subagent_depth == 1
-    assert key.parent_key == "agent:main:main"
+def test_subagent_depth_one_level() -> None:
+    assert parse_session_key("agent:main:main:subagent:abc").subagent_depth == 1
 
 
-def test_subagent_depth_and_parent_nested() -> None:
-    key = parse_session_key("agent:ops:main:subagent:a:subagent:b")
-    assert key.subagent_depth == 2
-    assert key.parent_key == "agent:ops:main:subagent:a"
-    parent = parse_session_key(key.parent_key)
-    assert parent.subagent_depth == 1
-    assert parent.parent_key == "agent:ops:main"
+def test_subagent_depth_nested() -> None:
+    assert parse_session_key("agent:ops:main:subagent:a:subagent:b").subagent_depth == 2
+    assert parse_session_key("agent:ops:main:subagent:a").subagent_depth == 1
 
 
-def test_subagent_at_root_has_main_as_parent() -> None:
-    key = parse_session_key("agent:ops:subagent:x")
-    assert key.subagent_depth == 1
-    assert key.parent_key == "agent:ops:main"
+def test_subagent_at_root() -> None:
+    assert parse_session_key("agent:ops:subagent:x").subagent_depth == 1
 
 
 def test_segment_containing_subagent_is_not_a_subagent() -> None:
     key = parse_session_key("agent:main:mysubagent:x")
     assert key.subagent_depth == 0
-    assert key.parent_key is None
     assert key.kind == "other"
 
 

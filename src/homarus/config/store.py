@@ -73,11 +73,15 @@ class ConfigStore:
         return merged_env(self.paths.state_dir) if self._env is None else self._env
 
     def check_base_hash(self, base_hash: str | None) -> None:
-        if not self.current.exists:
-            return
+        """A write based on ``base_hash`` (the hash a client read) may go ahead: the file is as the
+        client saw it. The file itself is hashed, so an edit by another writer is caught too."""
+        try:
+            raw = self.paths.config_path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return  # no file yet: nothing to protect
         if base_hash is None:
             raise InvalidRequest("config base hash required; re-run config.get and retry")
-        if base_hash != self.current.hash:
+        if base_hash != self.text_hash(raw):
             raise InvalidRequest("config changed since last load; re-run config.get and retry")
 
     def replace(self, data: dict[str, Any]) -> WriteResult:

@@ -258,14 +258,6 @@ class RunJournal:
         )
         return self.get(run_id)
 
-    def by_session(self, session_key: str, limit: int = 20) -> list[RunRecord]:
-        with self._read_lock:
-            rows = self._reader.execute(
-                f"SELECT {_COLUMNS} FROM runs WHERE session_key=? ORDER BY accepted_at DESC LIMIT ?",  # noqa: S608
-                (session_key, limit),
-            ).fetchall()
-        return [_record(r) for r in rows]
-
     def prune(self, older_than_ms: int) -> int:
         cutoff = _now_ms() - older_than_ms
 

@@ -28,23 +28,19 @@ sandbox's PID 1, which tears the whole PID namespace down (``setsid`` does not e
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import re
 import resource
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from homarus.config.sandbox import SandboxLimits
 from homarus.fs import ensure_private_dir
-from homarus.sandbox.output import BoundedOutput, ExecResult
 from homarus.sandbox.seccomp import filter_fd
 from homarus.sandbox.validate import sanitize_env
 
@@ -52,8 +48,6 @@ __all__ = ["SANDBOX_GID", "SANDBOX_UID", "BwrapBackend", "Launch", "sandbox_work
 
 SANDBOX_UID = SANDBOX_GID = 65534
 SANDBOX_PATH = "/usr/local/bin:/usr/bin:/bin"
-KILL_WAIT_S = 5.0
-DRAIN_WAIT_S = 2.0
 _SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib64", "/lib32", "/libx32")
 _ETC_TRY = ("/etc/alternatives", "/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf")
 _ETC_NET_TRY = ("/etc/resolv.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/pki")
@@ -115,20 +109,9 @@ def _rlimits(limits: SandboxLimits) -> Callable[[], None]:
     return apply
 
 
-async def _pump(stream: asyncio.StreamReader | None, sink: BoundedOutput) -> None:
-    if stream is None:
-        return
-    while chunk := await stream.read(65_536):
-        sink.add(chunk)
-
-
-def _kill_group(pgid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
-
-
 class BwrapBackend:
-    """``run`` commands in bubblewrap.
+    """The bubblewrap launch of a command (:meth:`prepare`): what runs it, waits and kills it is
+    the one exec loop of ``tools/process.py`` (``SandboxExecBackend``).
 
     ``workspace`` is mounted at ``/workspace`` (read-only with ``read_only``), ``agent_workspace``
     read-only at ``/agent`` (``workspaceAccess: ro``); for ``workspaceAccess: rw`` pass the agent
@@ -321,89 +304,6 @@ class BwrapBackend:
             err = done.stderr.decode("utf-8", "replace").strip()[-300:]
             return f"bwrap failed (exit {done.returncode}): {err or 'no message'}"
         return None
-
-    # -- running ----------------------------------------------------------------------------
-
-    async def run(
-        self,
-        command: str | Sequence[str],
-        cwd: str,
-        env: Mapping[str, str],
-        timeout: float,
-        stdin: bytes | None = None,
-        *,
-        abort: asyncio.Event | None = None,
-    ) -> ExecResult:
-        if abort is not None and abort.is_set():
-            return ExecResult(None, "", "", aborted=True)
-        out, err = BoundedOutput(self.max_output_bytes), BoundedOutput(self.max_output_bytes)
-        started = time.monotonic()
-        try:
-            launch = self.prepare(command, cwd, env)
-        except ValueError as exc:
-            return ExecResult(None, "", "", error=str(exc))
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *launch.argv,
-                stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=launch.cwd,
-                env=launch.env,
-                pass_fds=launch.pass_fds,
-                preexec_fn=launch.preexec_fn,
-                start_new_session=True,
-                close_fds=True,
-            )
-        except OSError as exc:
-            return ExecResult(None, "", "", error=f"could not start the sandbox: {exc.strerror or exc}")
-        finally:
-            launch.close()
-        pumps = asyncio.gather(_pump(proc.stdout, out), _pump(proc.stderr, err))
-        timed_out = aborted = False
-        try:
-            if stdin is not None and proc.stdin is not None:
-                with contextlib.suppress(OSError):
-                    proc.stdin.write(stdin)
-                    await proc.stdin.drain()
-                proc.stdin.close()
-            waiters = [asyncio.ensure_future(proc.wait())]
-            if abort is not None:
-                waiters.append(asyncio.ensure_future(abort.wait()))
-            try:
-                await asyncio.wait(waiters, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for waiter in waiters:
-                    waiter.cancel()
-            if proc.returncode is None:
-                aborted = abort is not None and abort.is_set()
-                timed_out = not aborted
-                _kill_group(proc.pid)
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(proc.wait(), KILL_WAIT_S)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(pumps), DRAIN_WAIT_S)
-        finally:
-            if proc.returncode is None:
-                _kill_group(proc.pid)
-            pumps.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await pumps
-        return ExecResult(
-            proc.returncode,
-            out.text(),
-            err.text(),
-            timed_out=timed_out,
-            truncated=out.truncated or err.truncated,
-            aborted=aborted,
-            duration_ms=int((time.monotonic() - started) * 1000),
-        )
-
-    async def start(
-        self, command: str | Sequence[str], cwd: str, env: Mapping[str, str], timeout: float, *, owner: str, label: str
-    ) -> None:
-        """Background processes are served by the tools-layer adapter (HostBackend + :meth:`prepare`)."""
-        raise ValueError("background processes are not supported by the bare bwrap backend")
 
     async def aclose(self) -> None:
         shutil.rmtree(self._etc, ignore_errors=True)

@@ -98,14 +98,6 @@ class SessionKey:
                 return parts[i + 1]
         return None
 
-    @property
-    def parent_key(self) -> str | None:
-        """For a subagent key, the key of the session that spawned it."""
-        marker = self.rest.rfind(":subagent:")
-        if marker < 0:
-            return None if not self.rest.startswith("subagent:") else f"agent:{self.agent_id}:main"
-        return f"agent:{self.agent_id}:{self.rest[:marker]}"
-
 
 def normalize_agent_id(agent_id: str) -> str:
     """Validate an agent id (case-insensitive); raises InvalidRequest when it does not match."""

@@ -110,16 +110,6 @@ def _spend_budget(call: MethodCall) -> None:
         )
 
 
-def _check_hash(store: ConfigStore, base_hash: str | None) -> None:
-    raw = _read_raw(store)
-    if raw is None:
-        return
-    if base_hash is None:
-        raise InvalidRequest("config base hash required; re-run config.get and retry")
-    if base_hash != ConfigStore.text_hash(raw):
-        raise InvalidRequest("config changed since last load; re-run config.get and retry")
-
-
 def _parse_patch(raw: str) -> Any:
     try:
         return json5.loads(raw)
@@ -149,7 +139,7 @@ def _answer(call: MethodCall, result: WriteResult) -> dict[str, Any]:
 
 def _write(call: MethodCall, params: ConfigWriteParams, op: str) -> dict[str, Any]:
     store = call.gateway.config_store
-    _check_hash(store, params.base_hash)
+    store.check_base_hash(params.base_hash)
     _spend_budget(call)
     str(store.paths.config_path)
     try:

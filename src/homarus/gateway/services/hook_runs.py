@@ -99,13 +99,11 @@ def completion_of_record(record: Any) -> dict[str, Any]:
 
 
 async def wait_recorded(gateway: GatewayContext, run_id: str, timeout_s: float) -> dict[str, Any] | None:
-    """Wait for a journaled run to end (polling the journal); its completion, or None on timeout."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while True:
-        record = await asyncio.to_thread(gateway.journal.get, run_id)
-        if record is not None and record.terminal:
-            return completion_of_record(record)
-        if loop.time() >= deadline:
+    """Wait for a journaled run to end; its completion, or None on timeout. The end is signalled
+    (``RunEvents.wait_recorded``, set once the journal has it), not polled for."""
+    record = await asyncio.to_thread(gateway.journal.get, run_id)
+    if record is None or not record.terminal:
+        if not await gateway.run_events.wait_recorded(run_id, timeout_s):
             return None
-        await asyncio.sleep(0.1)
+        record = await asyncio.to_thread(gateway.journal.get, run_id)
+    return completion_of_record(record) if record is not None and record.terminal else None
