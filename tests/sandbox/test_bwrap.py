@@ -13,8 +13,8 @@ import pytest
 
 from homarus.config.sandbox import SandboxLimits
 from homarus.sandbox.bwrap import BwrapBackend, sandbox_workspace
-from homarus.tools.sandboxed import SandboxExecBackend
 from homarus.sandbox.output import ExecResult
+from homarus.tools.sandboxed import SandboxExecBackend
 from tests.sandbox.probes import FORK_BOMB
 
 if shutil.which("bwrap") is None:

@@ -828,7 +828,7 @@ async def test_launch(tmp_path: Path, engine: FakeEngine, clock: Clock) -> None:
     assert launch.argv[-4:] == ["10", "/bin/sh", "-c", "echo hi"] and "timeout -s KILL" in launch.argv[-5]
     assert "GH_TOKEN=x" not in launch.argv and launch.pass_fds == () and launch.cwd == "/"
     assert "PATH" in launch.env
-    launch.preexec_fn()
+    assert launch.preexec_fn is None
     launch.close()
 
 

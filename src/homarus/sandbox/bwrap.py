@@ -57,13 +57,14 @@ _RESERVED_ENV = {"PATH", "HOME", "USER", "LOGNAME", "SHELL"}
 
 @dataclass(slots=True)
 class Launch:
-    """How to spawn one sandboxed command; :meth:`close` once the process has started."""
+    """How to spawn one command (on the host, or through a sandbox's launcher); :meth:`close` once
+    the process has started."""
 
     argv: list[str]
     env: dict[str, str]
     cwd: str
-    pass_fds: tuple[int, ...]
-    preexec_fn: Callable[[], None]
+    pass_fds: tuple[int, ...] = ()
+    preexec_fn: Callable[[], None] | None = None
     _fds: list[int] = field(default_factory=list)
 
     def close(self) -> None:

@@ -128,10 +128,6 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _noop() -> None:
-    return None
-
-
 _NO_SUCH = re.compile(r"no such (container|object)", re.IGNORECASE)
 _NO_IMAGE = re.compile(
     r"no such image|unable to find image|pull access denied|manifest unknown|repository does not exist", re.I
@@ -482,7 +478,7 @@ class DockerSandbox:
         name = await self.ensure(scope_key)
         limit = timeout_s if timeout_s is not None else self.exec_timeout_s
         argv = self.exec_argv(name, command, cwd, env, timeout_s=limit, exec_id=exec_id)
-        return Launch(argv, docker_cli_env(), "/", (), _noop)
+        return Launch(argv, docker_cli_env(), "/")
 
     async def reap(self, scope_key: str, exec_id: str) -> bool:
         """Kill every process of the ``docker exec`` marked ``exec_id`` in the container of

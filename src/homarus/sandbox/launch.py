@@ -63,7 +63,8 @@ def main(args: list[str]) -> int:
     launch = backend.prepare(argv, str(workspace), env, secret_env=True)
     for fd in launch.pass_fds:
         os.set_inheritable(fd, True)
-    launch.preexec_fn()
+    if launch.preexec_fn is not None:
+        launch.preexec_fn()
     os.chdir(launch.cwd)
     os.execve(launch.argv[0], launch.argv, launch.env)  # noqa: S606  (our own argv)
 

@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal, Protocol, cast
 
+from homarus.sandbox.bwrap import Launch
 from homarus.sandbox.output import BoundedOutput, ExecResult
 
 __all__ = [
@@ -296,22 +297,31 @@ class HostBackend:
             raise ValueError("empty argv")
         return argv
 
+    async def launch_for(self, command: Command, cwd: str, env: Mapping[str, str]) -> Launch:
+        """How to spawn ``command``: here as it is; a sandbox backend returns its launcher's."""
+        return Launch(self.argv_for(command), dict(env), cwd)
+
     async def _spawn(
         self, command: Command, cwd: str, env: Mapping[str, str], on_data: Callable[[int, bytes], None], stdin: bool
     ) -> tuple[asyncio.SubprocessTransport, _Protocol]:
-        loop = asyncio.get_running_loop()
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(on_data),
-            *self.argv_for(command),
-            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=cwd,
-            env=dict(env),
-            start_new_session=True,
-            close_fds=True,
-        )
-        return transport, protocol
+        """The one place a command's process is started (its own session: a group to kill)."""
+        launch = await self.launch_for(command, cwd, env)
+        try:
+            return await asyncio.get_running_loop().subprocess_exec(
+                lambda: _Protocol(on_data),
+                *launch.argv,
+                stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd=launch.cwd,
+                env=launch.env,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=launch.pass_fds,
+                preexec_fn=launch.preexec_fn,
+            )
+        finally:
+            launch.close()
 
     async def run(
         self,

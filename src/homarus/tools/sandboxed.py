@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from homarus.errors import HomarusError
 from homarus.sandbox.bwrap import BwrapBackend, Launch
 from homarus.sandbox.docker import REAP_TIMEOUT_S, DockerSandbox
 from homarus.sandbox.output import ExecResult
-from homarus.tools.process import Command, HostBackend, ProcessSession, _Protocol
+from homarus.tools.process import Command, HostBackend, ProcessSession
 
 __all__ = ["IN_CONTAINER_GRACE_S", "DockerExecBackend", "SandboxExecBackend"]
 
@@ -28,27 +28,6 @@ IN_CONTAINER_GRACE_S = 5.0
 _CALL: contextvars.ContextVar[tuple[str, float] | None] = contextvars.ContextVar("docker_exec_call", default=None)
 
 
-async def _spawn_launch(
-    launch: Launch, on_data: Callable[[int, bytes], None], stdin: bool
-) -> tuple[asyncio.SubprocessTransport, _Protocol]:
-    try:
-        return await asyncio.get_running_loop().subprocess_exec(
-            lambda: _Protocol(on_data),
-            *launch.argv,
-            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd=launch.cwd,
-            env=launch.env,
-            start_new_session=True,
-            close_fds=True,
-            pass_fds=launch.pass_fds,
-            preexec_fn=launch.preexec_fn,
-        )
-    finally:
-        launch.close()
-
-
 class SandboxExecBackend(HostBackend):
     """Every command started through ``bwrap``."""
 
@@ -56,10 +35,8 @@ class SandboxExecBackend(HostBackend):
         super().__init__(max_output_bytes=max_output_bytes, max_background=max_background)
         self.sandbox = sandbox
 
-    async def _spawn(
-        self, command: Command, cwd: str, env: Mapping[str, str], on_data: Callable[[int, bytes], None], stdin: bool
-    ) -> tuple[asyncio.SubprocessTransport, _Protocol]:
-        return await _spawn_launch(self.sandbox.prepare(command, cwd, env), on_data, stdin)
+    async def launch_for(self, command: Command, cwd: str, env: Mapping[str, str]) -> Launch:
+        return self.sandbox.prepare(command, cwd, env)
 
     async def aclose(self) -> None:
         await super().aclose()
@@ -135,9 +112,7 @@ class DockerExecBackend(HostBackend):
         self._reapers.add(task)
         task.add_done_callback(self._reapers.discard)
 
-    async def _spawn(
-        self, command: Command, cwd: str, env: Mapping[str, str], on_data: Callable[[int, bytes], None], stdin: bool
-    ) -> tuple[asyncio.SubprocessTransport, _Protocol]:
+    async def launch_for(self, command: Command, cwd: str, env: Mapping[str, str]) -> Launch:
         call = _CALL.get()
         exec_id, limit = (call[0], call[1] + IN_CONTAINER_GRACE_S) if call is not None else (None, None)
         if limit is not None and self.sandbox.exec_timeout_s is not None:
@@ -146,4 +121,4 @@ class DockerExecBackend(HostBackend):
             launch = await self.sandbox.launch(self.scope_key, command, cwd, env, timeout_s=limit, exec_id=exec_id)
         except HomarusError as exc:  # the engine failed or the config is refused: the command did not start
             raise OSError(exc.message) from exc
-        return await _spawn_launch(launch, on_data, stdin)
+        return launch
