@@ -91,6 +91,19 @@ class ToolCall:
     def to_json(self) -> dict[str, Any]:
         return {"type": "toolCall", "id": self.id, "name": self.name, "arguments": self.arguments}
 
+    @classmethod
+    def from_arguments(cls, call_id: str, name: str, raw: str) -> ToolCall:
+        """A call from its finished argument JSON; broken JSON keeps the call, with ``parse_error`` set."""
+        import json
+
+        try:
+            args = json.loads(raw) if raw.strip() else {}
+        except ValueError as exc:
+            return cls(call_id, name, {}, parse_error=f"invalid JSON arguments: {exc}")
+        if not isinstance(args, dict):
+            return cls(call_id, name, {}, parse_error="tool arguments must be a JSON object")
+        return cls(call_id, name, args)
+
 
 UserBlock: TypeAlias = TextContent | ImageContent
 AssistantBlock: TypeAlias = TextContent | ThinkingContent | ToolCall

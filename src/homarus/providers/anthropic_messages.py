@@ -48,7 +48,6 @@ from homarus.providers.sse import (
     apply_cost,
     clip,
     fail,
-    parse_arguments,
 )
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesProvider", "convert_messages", "wire_tool_id"]
@@ -287,7 +286,7 @@ class _Decoder:
         if not block.args and block.initial:  # a non-streamed body carries the whole input up front
             parsed = ToolCall(call.id, call.name, block.initial)
         else:
-            parsed = parse_arguments(call.id, call.name, "".join(block.args))
+            parsed = ToolCall.from_arguments(call.id, call.name, "".join(block.args))
         self.msg.content[block.index] = parsed
         out.append(ToolCallEnd(block.index, parsed))
 

@@ -44,7 +44,6 @@ from homarus.providers.sse import (
     apply_cost,
     clip,
     fail,
-    parse_arguments,
 )
 
 __all__ = ["OpenAICompletionsProvider", "build_body", "convert_messages", "normalise_usage"]
@@ -248,7 +247,7 @@ class _Decoder:
         for call in self._calls.values():
             if not call.ended:
                 call.ended = True
-                parsed = parse_arguments(call.id, call.name, "".join(call.args))
+                parsed = ToolCall.from_arguments(call.id, call.name, "".join(call.args))
                 self.msg.content[call.index] = parsed
                 out.append(ToolCallEnd(call.index, parsed))
 
@@ -277,7 +276,7 @@ class _Decoder:
         out: list[StreamEvent] = []
         for call in self._calls.values():
             if call.ended:  # the final message is authoritative, should a fragment arrive late
-                self.msg.content[call.index] = parse_arguments(call.id, call.name, "".join(call.args))
+                self.msg.content[call.index] = ToolCall.from_arguments(call.id, call.name, "".join(call.args))
         self._end_calls(out)
         if self._usage is not None:
             self.msg.usage = normalise_usage(self._usage, self.model)

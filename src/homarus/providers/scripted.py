@@ -229,7 +229,7 @@ class ScriptedProvider:
             yield ToolCallStart(index, call_id, name)
             for start in range(0, len(raw), self.chunk):
                 yield ToolCallDelta(index, raw[start : start + self.chunk])
-            call = _parse_call(call_id, name, raw)
+            call = ToolCall.from_arguments(call_id, name, raw)
             msg.content.append(call)
             yield ToolCallEnd(index, call)
             index += 1
@@ -238,16 +238,6 @@ class ScriptedProvider:
         msg.usage = step.usage or Usage(prompt, math.ceil(len(step.text) / 4) + 1)
         msg.usage.total_tokens = msg.usage.input + msg.usage.output + msg.usage.cache_read
         yield Done(msg)
-
-
-def _parse_call(call_id: str, name: str, raw: str) -> ToolCall:
-    try:
-        args = json.loads(raw) if raw.strip() else {}
-    except ValueError as exc:
-        return ToolCall(call_id, name, {}, parse_error=f"invalid JSON arguments: {exc}")
-    if not isinstance(args, dict):
-        return ToolCall(call_id, name, {}, parse_error="tool arguments must be a JSON object")
-    return ToolCall(call_id, name, args)
 
 
 def _echo_text(text: str, model: ModelInfo) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import codecs
-import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 import orjson
 
 from homarus.config.models import ProviderConfig
-from homarus.messages import AssistantMessage, ModelInfo, StreamError, StreamEvent, StreamOptions, ToolCall, Usage
+from homarus.messages import AssistantMessage, ModelInfo, StreamError, StreamEvent, StreamOptions, Usage
 from homarus.providers.classify import http_error_text, parse_retry_after, scrub
 
 if TYPE_CHECKING:
@@ -46,7 +45,6 @@ __all__ = [
     "clip",
     "describe_transport_error",
     "fail",
-    "parse_arguments",
 ]
 
 log = logging.getLogger("homarus.providers")
@@ -312,17 +310,6 @@ def apply_cost(usage: Usage, model: ModelInfo) -> Usage:
     c.cache_write = rate_write * usage.cache_write / 1e6
     c.total = c.input + c.output + c.cache_read + c.cache_write
     return usage
-
-
-def parse_arguments(call_id: str, name: str, raw: str) -> ToolCall:
-    """The finished argument JSON of a call; broken JSON keeps the call, with ``parse_error`` set."""
-    try:
-        args = json.loads(raw) if raw.strip() else {}
-    except ValueError as exc:
-        return ToolCall(call_id, name, {}, parse_error=f"invalid JSON arguments: {exc}")
-    if not isinstance(args, dict):
-        return ToolCall(call_id, name, {}, parse_error="tool arguments must be a JSON object")
-    return ToolCall(call_id, name, args)
 
 
 # -- the driver ----------------------------------------------------------------------------------------
