@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from homarus.browser.egress import REDIRECT_HEADER, Egress
 from homarus.browser.pin_proxy import PinningProxy
+from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from playwright.async_api import BrowserContext, Page, Playwright
@@ -199,10 +200,7 @@ class BrowserHub:
                     await browser.stop()
 
     async def stop(self) -> None:
-        if self._idle is not None:
-            self._idle.cancel()
-            with contextlib.suppress(BaseException):
-                await self._idle
+        await cancel_and_wait(self._idle)
         await asyncio.gather(*(b.stop() for b in self._browsers.values()), return_exceptions=True)
         self._browsers.clear()
         if self._pw_cm is not None:

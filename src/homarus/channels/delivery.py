@@ -22,6 +22,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
 
 from homarus.channels.adapter import SendFailed
+from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from homarus.channels.adapter import ChannelAccount
@@ -75,11 +76,8 @@ class Delivery:
         self._wake.set()
 
     async def stop(self, grace_s: float = 5.0) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         if self._inflight:  # let sends already on the wire finish, so their outcome is recorded
             await asyncio.wait(list(self._inflight.values()), timeout=grace_s)
             for task in self._inflight.values():

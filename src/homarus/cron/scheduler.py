@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -27,6 +26,7 @@ from homarus.cron.models import CronJob
 from homarus.cron.runlog import RunLog
 from homarus.cron.store import CronStore, CronStoreCorrupt
 from homarus.cron.transitions import SUMMARY_MAX_CHARS, RunResult, apply_result, recompute, run_entry
+from homarus.tasks import cancel_and_wait
 
 __all__ = ["DEFAULT_JOB_TIMEOUT_S", "MAX_TIMER_MS", "CronScheduler", "RunResult", "Runner"]
 
@@ -155,11 +155,8 @@ class CronScheduler:
     async def stop(self, timeout: float = 2.0) -> None:
         """Stop the timer; give running jobs ``timeout`` seconds, then cancel them (they run again on start)."""
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         running = list(self._running.values())
         if running:
             _, pending = await asyncio.wait(running, timeout=timeout)

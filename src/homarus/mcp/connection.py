@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from homarus.tasks import cancel_and_wait
+
 if TYPE_CHECKING:
     from mcp import Client
     from mcp_types import CallToolResult, Tool
@@ -196,9 +198,7 @@ class McpConnection:
                         self._relist.clear()
                         await self._list(client)
             finally:
-                listener.cancel()
-                with contextlib.suppress(BaseException):
-                    await listener
+                await cancel_and_wait(listener)
             if self._broken.is_set():
                 raise McpUnavailable(self.last_error or "the connection broke")
 

@@ -19,7 +19,6 @@ reads a connection that a rebuild is closing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from homarus.memory.indexfile import IndexFile
 from homarus.memory.search import Candidate, bm25_score, fts_query
 from homarus.memory.sqlite import DB_ERRORS
 from homarus.memory.store import MemoryStore, encode_vector
+from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     import numpy as np
@@ -86,10 +86,7 @@ class Retriever:
 
     async def aclose(self) -> None:
         self._closed = True
-        if self._refresh is not None:
-            self._refresh.cancel()
-            with contextlib.suppress(BaseException):  # closing: a failed reload does not matter any more
-                await self._refresh
+        await cancel_and_wait(self._refresh)  # closing: a failed reload does not matter any more
         self._matrix = None
 
     def gather(

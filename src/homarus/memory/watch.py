@@ -22,6 +22,7 @@ from typing import Protocol
 
 from homarus.memory.index import SyncReport
 from homarus.memory.sources import IGNORED_DIRS, resolve_extra_path
+from homarus.tasks import cancel_and_wait
 
 __all__ = ["MemoryWatcher"]
 
@@ -60,10 +61,7 @@ class MemoryWatcher:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     def _tree_targets(self) -> list[Path]:
         targets = [self.workspace / "memory"]

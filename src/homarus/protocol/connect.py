@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from homarus.protocol.compat import compat_params
 
 __all__ = ["CLIENT_IDS", "CLIENT_MODES", "ConnectAuth", "ConnectClient", "ConnectDevice", "ConnectParams"]
-
-CLIENT_IDS = (
-    "webchat-ui",
-    "openclaw-control-ui",
-    "openclaw-browser-copilot",
-    "openclaw-tui",
-    "webchat",
-    "cli",
-    "gateway-client",
-    "openclaw-macos",
-    "openclaw-linux",
-    "openclaw-ios",
-    "openclaw-watchos",
-    "openclaw-android",
-    "node-host",
-    "openclaw-worker",
-    "test",
-    "fingerprint",
-    "openclaw-probe",
-    "homarus-control-ui",
-    "homarus-cli",
-)
-CLIENT_MODES = ("webchat", "cli", "ui", "backend", "node", "worker", "probe", "test")
 
 ClientId = Literal[
     "webchat-ui",
@@ -55,6 +32,9 @@ ClientId = Literal[
     "homarus-cli",
 ]
 ClientMode = Literal["webchat", "cli", "ui", "backend", "node", "worker", "probe", "test"]
+#: the same, as tuples (written once: the literal types above)
+CLIENT_IDS: tuple[str, ...] = get_args(ClientId)
+CLIENT_MODES: tuple[str, ...] = get_args(ClientMode)
 
 _Short = Field(default=None, max_length=256)
 

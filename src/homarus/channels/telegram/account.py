@@ -35,6 +35,7 @@ from homarus.channels.model import Attachment, InboundMessage, OutboundMessage, 
 from homarus.channels.telegram.api import DEFAULT_API_ROOT, BotApi, TelegramApiError, TelegramNetworkError, parse_update
 from homarus.channels.telegram.format import markdown_to_html, markdown_to_text
 from homarus.channels.telegram.inbound import GENERAL_TOPIC, normalize_update
+from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from homarus.channels.adapter import AccountContext, Transmitted
@@ -131,11 +132,8 @@ class TelegramAccount:
 
     async def stop(self) -> None:
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         if self.api is not None:
             await self.api.aclose()
             self.api = None

@@ -21,7 +21,6 @@ A crash at any point leaves rows ``received`` (done again: every step is idempot
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Final
@@ -31,6 +30,7 @@ from homarus.channels.routing import resolve_route
 from homarus.errors import HomarusError
 from homarus.plugins import events as ev
 from homarus.security.scopes import PAIRING
+from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from homarus.channels.inbox import InboxRow
@@ -68,12 +68,7 @@ class InboundDispatcher:
             self._task = asyncio.create_task(self._loop(), name="channel-inbound")
 
     async def stop(self) -> None:
-        tasks = [t for t in (self._task, *self._workers.values()) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(self._task, *self._workers.values())
         self._task = None
         self._workers.clear()
 

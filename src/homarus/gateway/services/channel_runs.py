@@ -17,14 +17,13 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import time
 import uuid
 from typing import TYPE_CHECKING, Any, Final
 
 from homarus.agents.runs import RunOutcome
 from homarus.channels.chunking import chunk_text
 from homarus.channels.model import OutboundMessage, Target
-from homarus.gateway.services.runs import final_payload, record_end
+from homarus.gateway.services.runs import final_payload, record_end, run_to_outcome
 from homarus.plugins import events as ev
 from homarus.security.external_content import wrap_external_content
 
@@ -104,14 +103,7 @@ async def run_and_deliver(gw: GatewayContext, req: RunRequest) -> RunOutcome:
     gw.channels.active_runs[req.run_id] = origin
     typing = asyncio.create_task(_typing(gw, target, req.run_id))
     try:
-        try:
-            outcome = await gw.runtime.submit(req)
-        except Exception as exc:
-            message = getattr(exc, "message", None) or type(exc).__name__
-            now = int(time.time() * 1000)
-            outcome = RunOutcome(
-                req.run_id, req.session_key.canonical, "error", error=message, started_at=now, ended_at=now
-            )
+        outcome = await run_to_outcome(gw, req)
     finally:
         typing.cancel()
         gw.channels.active_runs.pop(req.run_id, None)

@@ -214,12 +214,20 @@ class ChannelService:
 
     def _policy_key(self, msg: Any, session_key: str, agent_id: str) -> Any:
         """The non-main key whose policy a non-owner's run gets (its own session's when that is
-        already a group or per-sender key)."""
+        already a group or per-sender key): the sender's own key, as routing names it."""
+        from homarus.channels.routing import session_key_for
         from homarus.sessions.keys import parse_session_key
 
         if msg.chat_kind != "direct":
             return parse_session_key(session_key)
-        return parse_session_key(f"agent:{agent_id}:{msg.channel}:{msg.account_id}:direct:{msg.sender_id}".lower())
+        own = session_key_for(
+            msg,
+            agent_id,
+            main_key=self.gw.config.session.main_key,
+            dm_scope="per-account-channel-peer",
+            identity_links={},
+        )
+        return parse_session_key(own)
 
     @staticmethod
     def session_fields(msg: Any) -> dict[str, Any]:

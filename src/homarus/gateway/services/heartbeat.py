@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from homarus.config.values import parse_duration_ms
+from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext, WakeMode
@@ -143,11 +144,8 @@ class Heartbeats:
             self._task = asyncio.create_task(self._loop())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     async def _loop(self) -> None:
         next_due = time.monotonic() + (self.interval_s() or 3600)

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import contextlib
 import os
 import time
 from typing import Any
+
+from homarus.tasks import cancel_and_wait
 
 __all__ = ["LoopHealth"]
 
@@ -47,10 +48,7 @@ class LoopHealth:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(task)
 
     async def _watch(self) -> None:
         loop = asyncio.get_running_loop()

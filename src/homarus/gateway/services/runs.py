@@ -25,7 +25,16 @@ if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
     from homarus.queue.journal import Where
 
-__all__ = ["AtCapacity", "RunFailed", "final_payload", "queue_position", "record_end", "run_and_finish", "start_run"]
+__all__ = [
+    "AtCapacity",
+    "RunFailed",
+    "final_payload",
+    "queue_position",
+    "record_end",
+    "run_and_finish",
+    "run_to_outcome",
+    "start_run",
+]
 
 log = logging.getLogger("homarus.gateway")
 
@@ -100,20 +109,20 @@ async def start_run(
     return created, record
 
 
-async def run_and_finish(gateway: GatewayContext, req: RunRequest, kind: str) -> RunOutcome:
-    """Run ``req`` through the runtime and record its end in the journal and the dedupe cache."""
+async def run_to_outcome(gateway: GatewayContext, req: RunRequest) -> RunOutcome:
+    """Run ``req`` through the runtime; whatever goes wrong becomes an error outcome (a run always
+    ends with one, so its end can be recorded)."""
     try:
-        outcome = await gateway.runtime.submit(req)
+        return await gateway.runtime.submit(req)
     except Exception as exc:
         message = getattr(exc, "message", None) or f"{type(exc).__name__}"
-        outcome = RunOutcome(
-            req.run_id,
-            req.session_key.canonical,
-            "error",
-            error=message,
-            started_at=int(time.time() * 1000),
-            ended_at=int(time.time() * 1000),
-        )
+        now = int(time.time() * 1000)
+        return RunOutcome(req.run_id, req.session_key.canonical, "error", error=message, started_at=now, ended_at=now)
+
+
+async def run_and_finish(gateway: GatewayContext, req: RunRequest, kind: str) -> RunOutcome:
+    """Run ``req`` through the runtime and record its end in the journal and the dedupe cache."""
+    outcome = await run_to_outcome(gateway, req)
     await record_end(gateway, kind, req.run_id, outcome.status, final_payload(outcome), outcome)
     return outcome
 
