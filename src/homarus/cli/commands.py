@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import json
 import logging
 import signal
@@ -26,6 +27,29 @@ def _err(message: str) -> None:
     sys.stderr.write(f"homarus: {message}\n")
 
 
+#: command → (the sub-command attribute that must be set, or None; "module:function" taking
+#: (args, paths)): each command's module is imported only when that command runs
+COMMANDS: dict[str, tuple[str | None, str]] = {
+    "doctor": (None, "homarus.cli.doctor:run_doctor_command"),
+    "config": (None, "homarus.cli.config_cmd:run_config"),
+    "agent": (None, "homarus.cli.agent_cmd:run_agent_command"),
+    "sessions": (None, "homarus.cli.sessions_cmd:run_sessions"),
+    "channels": ("channels_command", "homarus.cli.channels_cmd:run_channels"),
+    "pairing": ("pairing_command", "homarus.cli.pairing_cmd:run_pairing"),
+    "mcp": ("mcp_command", "homarus.cli.mcp_cmd:run_mcp"),
+    "devices": ("devices_command", "homarus.cli.devices_cmd:run_devices"),
+    "migrate": ("migrate_command", "homarus.cli.migrate_cmd:run_migrate"),
+    "security": ("security_command", "homarus.cli.security_cmd:run_security"),
+    "cron": ("cron_command", "homarus.cli.cron_cmd:run_cron"),
+    "memory": ("memory_command", "homarus.cli.memory_cmd:run_memory"),
+    "onboard": (None, "homarus.cli.onboard_cmd:run_onboard"),
+    "models": ("models_command", "homarus.cli.models_cmd:run_models"),
+    "logs": (None, "homarus.cli.logs_cmd:run_logs"),
+    "plugins": ("plugins_command", "homarus.cli.plugins_cmd:run_plugins"),
+    "skills": ("skills_command", "homarus.cli.skills_cmd:run_skills"),
+}
+
+
 def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     paths = StatePaths.from_env()
     try:
@@ -40,70 +64,12 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 return run_service(args, paths)
         elif args.command == "health":
             return _gateway_call(args, paths, "health", "{}")
-        elif args.command == "doctor":
-            from homarus.cli.doctor import run_doctor
-
-            return run_doctor(paths, fix=args.fix, yes=args.yes)
-        elif args.command == "config":
-            from homarus.cli.config_cmd import run_config
-
-            return run_config(args, paths)
-        elif args.command == "agent":
-            from homarus.cli.agent_cmd import run_agent_command
-
-            return run_agent_command(args, paths)
-        elif args.command == "sessions":
-            from homarus.cli.sessions_cmd import run_sessions
-
-            return run_sessions(args, paths)
-        elif args.command == "channels" and args.channels_command:
-            from homarus.cli.channels_cmd import run_channels
-
-            return run_channels(args, paths)
-        elif args.command == "pairing" and args.pairing_command:
-            from homarus.cli.pairing_cmd import run_pairing
-
-            return run_pairing(args, paths)
-        elif args.command == "mcp" and args.mcp_command:
-            from homarus.cli.mcp_cmd import run_mcp
-
-            return run_mcp(args, paths)
-        elif args.command == "devices" and args.devices_command:
-            from homarus.cli.devices_cmd import run_devices
-
-            return run_devices(args, paths)
-        elif args.command == "migrate" and args.migrate_command:
-            from homarus.cli.migrate_cmd import run_migrate
-
-            return run_migrate(args, paths)
-        elif args.command == "security" and args.security_command:
-            from homarus.cli.security_cmd import run_security
-
-            return run_security(args, paths)
-        elif args.command == "cron" and args.cron_command:
-            from homarus.cli.cron_cmd import run_cron
-
-            return run_cron(args, paths)
-        elif args.command == "memory" and args.memory_command:
-            from homarus.cli.memory_cmd import run_memory
-
-            return run_memory(args, paths)
-        elif args.command == "onboard":
-            from homarus.cli.onboard_cmd import run_onboard
-
-            return run_onboard(args, paths)
-        elif args.command == "models" and args.models_command:
-            from homarus.cli.models_cmd import run_models
-
-            return run_models(args, paths)
-        elif args.command == "logs":
-            from homarus.cli.logs_cmd import run_logs
-
-            return run_logs(args, paths)
-        elif args.command == "plugins" and args.plugins_command:
-            from homarus.cli.plugins_cmd import run_plugins
-
-            return run_plugins(args, paths)
+        elif args.command in COMMANDS:
+            sub, target = COMMANDS[args.command]
+            if sub is None or getattr(args, sub, None):
+                module, _, name = target.partition(":")
+                run: Any = getattr(importlib.import_module(module), name)
+                return int(run(args, paths))
     except ConfigError as exc:
         _err(str(exc))
         return 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import socket
 import stat
 from collections.abc import Callable
@@ -15,9 +16,13 @@ from homarus.security.token_store import read_token
 from homarus.sessions.store import SessionStore
 from homarus.sessions.transcript import Transcript
 
-__all__ = ["run_doctor"]
+__all__ = ["run_doctor", "run_doctor_command"]
 
 Report = Callable[[str, str], None]
+
+
+def run_doctor_command(args: argparse.Namespace, paths: StatePaths) -> int:
+    return run_doctor(paths, fix=args.fix, yes=args.yes)
 
 
 def run_doctor(paths: StatePaths, *, fix: bool = False, yes: bool = False) -> int:

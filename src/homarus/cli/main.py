@@ -141,11 +141,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from homarus.cli import commands
 
     try:
-        if args.command == "skills" and args.skills_command:
-            from homarus.cli.skills_cmd import run_skills
-            from homarus.config.paths import StatePaths
-
-            return run_skills(args, StatePaths.from_env())
         return commands.dispatch(args, parser)
     except KeyboardInterrupt:
         return 130
