@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
-from homarus.security.ssrf import Resolver, resolve_and_pin
-from homarus.security.ssrf_rules import SsrfPolicy, check_url
+from homarus.security.ssrf import Resolver, checked_address
+from homarus.security.ssrf_rules import SsrfPolicy
 
 if TYPE_CHECKING:
     from playwright.async_api import Route
@@ -67,10 +67,7 @@ class Egress:
         raises with the reason otherwise. The proxy connects to exactly this address."""
         host = (urlsplit(url).hostname or "").lower()
         policy = SsrfPolicy(trusted_hostnames=frozenset({host}) if self._allowed_host(host) else frozenset())
-        target = check_url(url, policy)
-        return await resolve_and_pin(
-            target.host, target.port, self.resolver, policy=policy, trusted=policy.trusts(target)
-        )
+        return await checked_address(url, policy, self.resolver)
 
     def refuse(self, url: str, why: str) -> None:
         self.blocked.append((url, why))

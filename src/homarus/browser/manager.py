@@ -17,6 +17,7 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -62,11 +63,24 @@ class AgentBrowser:
         #: each tab's latest document: (url, HTTP status, the checked redirect it stands in for)
         self.documents: dict[str, tuple[str, int, str | None]] = {}
         self.last_used = time.monotonic()
+        #: actions running now: an idle browser is one with none, unused for ``idleMinutes``
+        self.busy = 0
         self._lock = asyncio.Lock()
 
     @property
     def running(self) -> bool:
         return self._context is not None
+
+    @contextlib.contextmanager
+    def in_use(self) -> Iterator[None]:
+        """One action: the browser is not idle while it runs (a slow page load is not closed under
+        it), and its idle time counts from the action's end."""
+        self.busy += 1
+        try:
+            yield
+        finally:
+            self.busy -= 1
+            self.last_used = time.monotonic()
 
     async def start(self) -> None:
         async with self._lock:
@@ -195,7 +209,8 @@ class BrowserHub:
             await asyncio.sleep(min(30.0, self.cfg.idle_minutes * 60 / 4))
             now = time.monotonic()
             for browser in list(self._browsers.values()):
-                if browser.running and now - browser.last_used > self.cfg.idle_minutes * 60:
+                idle = browser.busy == 0 and now - browser.last_used > self.cfg.idle_minutes * 60
+                if browser.running and idle:
                     log.info("browser of agent %s idle for %.0f min: closed", browser.agent_id, self.cfg.idle_minutes)
                     await browser.stop()
 

@@ -81,7 +81,8 @@ def make_browser_tool(hub: Callable[[], BrowserHub]) -> Tool:
             if action == "tabs":
                 await agent.start()
                 return ToolResult.text(_describe(owner.status(ctx.agent_id, sandboxed=sandboxed)))
-            return await _act(agent, ctx, action, locals())
+            with agent.in_use():
+                return await _act(agent, ctx, action, locals())
         except BrowserUnavailable as exc:
             return ToolResult.text(str(exc), is_error=True)
 

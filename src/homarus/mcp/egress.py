@@ -4,7 +4,7 @@ The MCP SDK speaks HTTP through ``httpx2`` (its own fork of httpx), so the gatew
 transport (:mod:`homarus.security.pinned_transport`, built on httpx) cannot be handed to it.
 What it can be handed is a client whose connection pool has a network backend of ours: each
 new socket resolves the host once, checks every answer against the SSRF policy, and connects to
-the checked address (:func:`homarus.security.ssrf.resolve_and_pin`, as ``web_fetch`` does), never
+the checked address (:func:`homarus.security.ssrf.checked_address`, as ``web_fetch`` does), never
 to a name resolved again later, so a DNS answer that changes between
 the check and the connect (rebinding) has nothing to act on. TLS still verifies the hostname
 (httpcore sends it as SNI from the URL, not from the address). Redirects are not followed.
@@ -18,16 +18,20 @@ from typing import Any
 import httpcore2
 import httpx2
 
-from homarus.security.ssrf import resolve_and_pin
-from homarus.security.ssrf_rules import SsrfPolicy, check_url
+from homarus.security.pinned_transport import GuardedBackendBase
+from homarus.security.ssrf import checked_address
+from homarus.security.ssrf_rules import SsrfPolicy
 
 __all__ = ["GuardedBackend", "guarded_client"]
 
 
-class GuardedBackend(httpcore2.AsyncNetworkBackend):
+class GuardedBackend(GuardedBackendBase, httpcore2.AsyncNetworkBackend):
+    _inner: httpcore2.AnyIOBackend
+
     def __init__(self, policy: SsrfPolicy) -> None:
         self._policy = policy
         self._inner = httpcore2.AnyIOBackend()
+        self.refusal = httpcore2.ConnectError
         #: the addresses each connection went to, newest last (for the status and the tests)
         self.connected: list[tuple[str, str]] = []
 
@@ -39,20 +43,11 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        check_url(f"http://{_bracket(host)}:{port}/", self._policy)  # the name's own rules (*.internal, …)
-        address = await resolve_and_pin(host, port, policy=self._policy)  # web_fetch's resolve-check-pin
+        address = await checked_address(f"http://{_bracket(host)}:{port}/", self._policy)
         stream = await self._inner.connect_tcp(address, port, timeout, local_address, socket_options)
         self.connected.append((host, address))
         del self.connected[:-20]
         return stream
-
-    async def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore2.AsyncNetworkStream:
-        raise httpcore2.ConnectError("unix sockets are not reachable from an MCP client")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
 
 
 def _bracket(host: str) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 import httpcore
 import httpx
 
-__all__ = ["PIN_EXTENSION", "Pin", "PinnedTransport", "read_capped"]
+__all__ = ["PIN_EXTENSION", "GuardedBackendBase", "Pin", "PinnedTransport", "read_capped"]
 
 PIN_EXTENSION = "homarus.pin"
 _MAX_PROXY_REPLY = 16_384
@@ -56,10 +56,30 @@ def same_host(a: str, b: str) -> bool:
         return False
 
 
-class _PinnedBackend(httpcore.AsyncNetworkBackend):
+class GuardedBackendBase:
+    """What every guarded network backend does besides its own ``connect_tcp`` (this one for
+    httpx's httpcore, the MCP client's for the SDK's httpcore fork): no unix sockets, and the
+    inner backend's sleep. Subclasses set ``_inner`` and ``refusal`` (their library's ConnectError)."""
+
+    _inner: Any
+    refusal: type[Exception]
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> Any:
+        raise self.refusal("unix sockets are not reachable through the SSRF guard")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _PinnedBackend(GuardedBackendBase, httpcore.AsyncNetworkBackend):
+    _inner: httpcore.AnyIOBackend
+
     def __init__(self, pin: Pin) -> None:
         self._pin = pin
         self._inner = httpcore.AnyIOBackend()
+        self.refusal = httpcore.ConnectError
 
     async def connect_tcp(
         self,
@@ -81,14 +101,6 @@ class _PinnedBackend(httpcore.AsyncNetworkBackend):
             await stream.aclose()
             raise
         return stream
-
-    async def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("unix sockets are not reachable through the SSRF guard")
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
 
 
 async def _open_tunnel(stream: httpcore.AsyncNetworkStream, pin: Pin, timeout: float | None) -> None:

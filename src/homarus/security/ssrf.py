@@ -59,6 +59,7 @@ __all__ = [
     "SsrfBlocked",
     "SsrfPolicy",
     "check_url",
+    "checked_address",
     "resolve_and_pin",
     "system_resolver",
 ]
@@ -116,6 +117,15 @@ async def resolve_and_pin(
     answers = await (resolver or system_resolver)(host, port)
     checked: list[IPAddress] = check_resolved(host, list(answers), policy, trusted=trusted)
     return str(checked[0])
+
+
+async def checked_address(url: str, policy: SsrfPolicy = DEFAULT_POLICY, resolver: Resolver | None = None) -> str:
+    """The address a connection for ``url`` may go to: the URL's own rules first (scheme, names
+    such as ``*.internal``), then one lookup with every answer checked (an exact-origin trust of
+    ``policy`` allows private answers). Raises :class:`SsrfBlocked` otherwise. Every guarded
+    connection that is not a whole fetch (the browser's proxy, an MCP client's sockets) asks this."""
+    target = check_url(url, policy)
+    return await resolve_and_pin(target.host, target.port, resolver, policy=policy, trusted=policy.trusts(target))
 
 
 @dataclass(frozen=True, slots=True)
