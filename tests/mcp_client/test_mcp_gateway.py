@@ -162,3 +162,27 @@ async def test_servers_follow_config_changes(tmp_path: Path) -> None:
         assert (await client.request("mcp.status", {}))["payload"] == {"servers": []}
         records = await _run(gw, [("demo__echo", {"text": "gone"})], "mcp-8")
         assert {r["tool"]: r for r in records if r["type"] == "tool.call"}["demo__echo"]["decision"] == "blocked:policy"
+
+
+async def test_a_lazy_server_is_listed_and_callable_from_every_surface(tmp_path: Path) -> None:
+    """(issue: a lazy server was started only by an agent turn, so tools.catalog did not list its
+    tools and /tools/invoke answered 404) Each surface starts it on its own first need."""
+    servers = {"demo": {"command": sys.executable, "args": [DEMO, "stdio"]}}
+    with run_gateway(tmp_path, config=_config(servers)) as gw:
+        client = await _client(gw)
+        catalog = (await client.request("tools.catalog", {"includePlugins": True}))["payload"]
+        names = {t["id"] for g in catalog["groups"] for t in g["tools"]}
+        assert "demo__echo" in names, names
+        effective = (await client.request("tools.effective", {"sessionKey": "main"}))["payload"]
+        assert "demo__echo" in {t["id"] for g in effective["groups"] for t in g["tools"]}
+    with run_gateway(tmp_path / "http", config=_config(servers)) as gw:  # a fresh gateway: HTTP first
+        import httpx
+
+        async with httpx.AsyncClient(timeout=30) as http:
+            res = await http.post(
+                f"{gw.http}/tools/invoke",
+                json={"tool": "demo__echo", "args": {"text": "over http"}},
+                headers={"Authorization": f"Bearer {TEST_TOKEN}"},
+            )
+        assert res.status_code == 200, res.text
+        assert "echo: over http" in json.dumps(res.json())

@@ -28,6 +28,7 @@ from homarus.audit.trail import RunAudit
 from homarus.errors import HomarusError, InvalidRequest
 from homarus.gateway.http.common import BodyError, bearer_auth, json_error, read_json_body
 from homarus.gateway.services.approvals import approve_tool_call
+from homarus.gateway.services.tooling import prepare_tools
 from homarus.messages import TextContent, ToolCall, ToolResultMessage
 from homarus.plugins.events import HookContext
 from homarus.security.tool_policy import normalize_tool_name
@@ -67,7 +68,8 @@ def tools_invoke_routes(gateway: GatewayContext) -> list[Route]:
             return json_error(400, "invalid_request_error", exc.message)
         name = normalize_tool_name(raw_tool)
         audit = _audit(gateway, request, key.canonical, key.agent_id)
-        tool = gateway.tools.get(name)
+        hidden = await prepare_tools(gateway, key.agent_id)  # a lazy MCP server starts on this need too
+        tool = gateway.tools.get(name) if name not in hidden else None
         if tool is None or name not in gateway.tool_access.names_for(key, http=True):
             if audit is not None:
                 _refused(audit, name, args, "blocked:policy", "tool not available to HTTP callers")

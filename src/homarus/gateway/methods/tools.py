@@ -9,6 +9,7 @@ from pydantic import Field
 
 from homarus.errors import InvalidRequest
 from homarus.gateway.router import MethodCall, Params
+from homarus.gateway.services.tooling import prepare_tools
 from homarus.security.tool_policy import GROUPS, PROFILES
 
 if TYPE_CHECKING:
@@ -58,7 +59,8 @@ async def tools_catalog(call: MethodCall, p: CatalogParams) -> dict[str, Any]:
     agent = p.agent_id or gw.config.agents.default_id
     if agent not in gw.sessions.agent_ids:
         raise InvalidRequest(f'unknown agent id "{agent}"')
-    names = gw.tools.names()
+    hidden = await prepare_tools(gw, agent)  # configured MCP servers' tools are listed, lazy ones too
+    names = [n for n in gw.tools.names() if n not in hidden]
     grouped: set[str] = set()
     groups = []
     for gid, members in GROUPS.items():
@@ -106,8 +108,9 @@ async def tools_catalog(call: MethodCall, p: CatalogParams) -> dict[str, Any]:
 async def tools_effective(call: MethodCall, p: EffectiveParams) -> dict[str, Any]:
     gw = call.gateway
     key = gw.sessions.resolve_key(p.session_key, p.agent_id)
+    hidden = await prepare_tools(gw, key.agent_id)
     verdicts = gw.tool_access.policy().verdicts(
-        gw.tools.names(), agent_id=key.agent_id, subagent_depth=key.subagent_depth
+        [n for n in gw.tools.names() if n not in hidden], agent_id=key.agent_id, subagent_depth=key.subagent_depth
     )
     allowed = [n for n, v in verdicts.items() if v.allowed]
     core = [_row(gw, n) for n in allowed if _row(gw, n)["source"] == "core"]

@@ -14,6 +14,7 @@ from homarus.gateway.services.cron_access import LazyCron
 from homarus.gateway.services.memory_access import memory_for, session_started
 from homarus.gateway.services.policy import stranger_grant
 from homarus.gateway.services.skills import plugin_skill_dirs
+from homarus.gateway.services.tooling import prepare_tools
 
 if TYPE_CHECKING:
     from homarus.agents.request import RunRequest
@@ -48,12 +49,7 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         channels=lambda: gw.channels if gw.config.present("channels") else None,
     )
 
-    async def prepare_tools(agent_id: str) -> set[str]:
-        if not gw.built("mcp") and not gw.config.present("mcp"):
-            return set()  # no MCP section: the MCP client is never imported
-        return await gw.mcp.prepare(agent_id)
-
-    runtime.services["tool_prepare"] = prepare_tools
+    runtime.services["tool_prepare"] = lambda agent_id: prepare_tools(gw, agent_id)
     runtime.system_events = gw.heartbeats.events.drain
     runtime.memory_for = lambda agent_id: memory_for(gw, agent_id)
     runtime.on_session_run = lambda key: session_started(gw, key)

@@ -19,7 +19,7 @@ from homarus.tools.base import Tool, ToolRegistry
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
 
-__all__ = ["CORE_TOOL_NAMES", "CoreFirstRegistry", "core_tools"]
+__all__ = ["CORE_TOOL_NAMES", "CoreFirstRegistry", "core_tools", "prepare_tools"]
 
 CORE_TOOL_NAMES: Final = frozenset(
     {
@@ -120,3 +120,13 @@ def core_tools(gateway: GatewayContext) -> CoreFirstRegistry:
         ]
 
     return CoreFirstRegistry(build)
+
+
+async def prepare_tools(gateway: GatewayContext, agent_id: str) -> set[str]:
+    """Before any surface lists or calls tools for ``agent_id`` (a run, ``tools.catalog``,
+    ``tools.effective``, ``POST /tools/invoke``): the lazy MCP servers it may use are started, so
+    their tools are there; returns the MCP tool names this agent must not see."""
+    if not gateway.built("mcp") and not gateway.config.present("mcp"):
+        return set()  # no MCP section: the MCP client is never imported
+    hidden: set[str] = await gateway.mcp.prepare(agent_id)
+    return hidden
