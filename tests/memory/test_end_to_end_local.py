@@ -11,7 +11,7 @@ import pytest
 
 from homarus.memory.local_minilm import LocalMiniLMProvider, default_model_dir, model_dir_problem
 from homarus.messages import TextContent
-from homarus.tools.base import ToolContext
+from homarus.tools.base import ToolContext, ToolServices
 from homarus.tools.memory_tools import memory_tools
 from tests.memory.conftest import ManagerFactory
 
@@ -48,7 +48,7 @@ async def test_local_model_finds_planted_facts(ws: Path, make_manager: ManagerFa
             assert resp.mode == "hybrid" and resp.model == "all-MiniLM-L6-v2", query
             assert resp.results and resp.results[0].path == path, (query, [r.path for r in resp.results])
         tool = next(t for t in memory_tools() if t.name == "memory_search")
-        ctx = ToolContext("agent:main:main", "main", "run", "call", ws, services={"memory": m})
+        ctx = ToolContext("agent:main:main", "main", "run", "call", ws, services=ToolServices(memory=m))
         block = (await tool.execute(ctx, {"query": "coffee habits"})).content[0]
         assert isinstance(block, TextContent)
         out = json.loads(block.text)

@@ -8,14 +8,13 @@ from pathlib import Path
 import pytest
 
 from homarus.errors import InvalidRequest
-from homarus.tools.base import ToolContext
+from homarus.tools.base import ToolContext, ToolServices
 from homarus.tools.files import read, write
 from tests.skills.support import write_skill
 
 
 def _ctx(ws: Path, roots: frozenset[str] | None) -> ToolContext:
-    services = {"skills": roots} if roots is not None else {}
-    return ToolContext("agent:main:main", "main", "r", "c", ws, services=services)
+    return ToolContext("agent:main:main", "main", "r", "c", ws, services=ToolServices(skills=roots))
 
 
 @pytest.fixture

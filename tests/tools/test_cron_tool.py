@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import cast
 
 import pytest
 
 from homarus.errors import InvalidRequest
-from homarus.tools.base import ToolContext
+from homarus.tools.base import ToolContext, ToolServices
 from homarus.tools.cron_tool import CronControl, cron_tool
 from tests.cron.helpers import make_rig
 
 
 def ctx(tmp_path: Path, service: object | None) -> ToolContext:
-    services = {"cron": service} if service is not None else {}
+    services = ToolServices(cron=cast("CronControl | None", service))  # a fake may stand in for the scheduler
     return ToolContext("agent:work:main", "work", "run1", "call1", tmp_path, services=services)
 
 

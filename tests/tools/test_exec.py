@@ -21,7 +21,7 @@ from homarus.messages import TextContent
 from homarus.plugins import events as ev
 from homarus.plugins.runner import HookRegistration, HookRunner
 from homarus.security.approvals import ApprovalOutcome
-from homarus.tools.base import Tool, ToolContext, ToolResult
+from homarus.tools.base import Tool, ToolContext, ToolResult, ToolServices
 from homarus.tools.exec import DISABLED_MESSAGE, MAX_RESULT_CHARS, check_env, make_exec_tools, render
 from homarus.tools.exec_policy import ExecPolicy, plan_exec
 from homarus.tools.process import ExecResult, HostBackend
@@ -49,7 +49,7 @@ class Harness:
         self.services: dict[str, Any] = {}
 
     def ctx(self, session_key: str = SESSION, abort: asyncio.Event | None = None) -> ToolContext:
-        ctx = ToolContext(session_key, "main", "run-1", "call-1", self.ws, services=self.services)
+        ctx = ToolContext(session_key, "main", "run-1", "call-1", self.ws, services=ToolServices(**self.services))
         if abort is not None:
             ctx.abort = abort
         return ctx

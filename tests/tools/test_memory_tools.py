@@ -10,7 +10,7 @@ import pytest
 from homarus.config.memory import MemorySearchConfig
 from homarus.errors import InvalidRequest
 from homarus.memory.manager import MemoryManager
-from homarus.tools.base import Tool, ToolContext
+from homarus.tools.base import Tool, ToolContext, ToolServices
 from homarus.tools.memory_tools import memory_tools
 from tests.memory.embedders import ConceptEmbedder
 
@@ -39,7 +39,7 @@ def _tools() -> dict[str, Tool]:
 
 
 def _ctx(tmp_path: Path, services: dict[str, Any]) -> ToolContext:
-    return ToolContext("agent:main:main", "main", "run-1", "call-1", tmp_path / "ws", services=services)
+    return ToolContext("agent:main:main", "main", "run-1", "call-1", tmp_path / "ws", services=ToolServices(**services))
 
 
 def _payload(result: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from homarus.errors import Forbidden
 from homarus.messages import TextContent
 from homarus.sessions.keys import parse_session_key
 from homarus.sessions.manager import SessionManager
-from homarus.tools.base import ToolContext
+from homarus.tools.base import ToolContext, ToolServices
 from homarus.tools.session_tools import session_tools
 
 TOOLS = {t.name: t for t in session_tools()}
@@ -27,7 +27,9 @@ def store(tmp_path: Path) -> SessionManager:
 
 
 async def call(mgr: SessionManager, tool: str, *, trusted: bool, **args: object) -> str:
-    ctx = ToolContext(MINE, "main", "r", "c", Path("/nonexistent"), services={"sessions": mgr}, trusted=trusted)
+    ctx = ToolContext(
+        MINE, "main", "r", "c", Path("/nonexistent"), services=ToolServices(sessions=mgr), trusted=trusted
+    )
     result = await TOOLS[tool].execute(ctx, dict(args))
     return "".join(c.text for c in result.content if isinstance(c, TextContent))
 

@@ -24,7 +24,7 @@ from homarus.plugins.runner import HookRegistration
 from homarus.providers.scripted import Fail, Reply, Responder, ScriptedProvider
 from homarus.sessions.manager import SessionManager
 from homarus.sessions.store import SessionStore
-from homarus.tools.base import Tool, ToolContext, ToolResult
+from homarus.tools.base import Tool, ToolContext, ToolResult, ToolServices
 from homarus.tools.subagents import subagent_tools
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.wsclient import Client, open_client
@@ -297,7 +297,7 @@ class FakeRuntime:
 
 
 def _ctx(mgr: SessionManager, rt: FakeRuntime, key: str, run_id: str = "run-0") -> ToolContext:
-    return ToolContext(key, "main", run_id, "call-1", mgr.state_dir, services={"sessions": mgr, "runtime": rt})
+    return ToolContext(key, "main", run_id, "call-1", mgr.state_dir, services=ToolServices(sessions=mgr, runtime=rt))
 
 
 async def _call(tools: list[Tool], name: str, ctx: ToolContext, **args: Any) -> ToolResult:

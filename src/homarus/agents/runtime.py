@@ -41,7 +41,7 @@ from homarus.queue.lanes import LaneQueue
 from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager, SessionRef
 from homarus.sessions.transcript import Transcript
-from homarus.tools.base import ToolContext, ToolRegistry, tool_schema_tool
+from homarus.tools.base import ToolContext, ToolRegistry, ToolServices, tool_schema_tool
 
 if TYPE_CHECKING:
     from homarus.skills.prompt import SkillsPrompt
@@ -64,7 +64,7 @@ class AgentRuntime:
         lanes: LaneQueue,
         state_dir: Path,
         on_event: EventSink,
-        services: dict[str, Any] | None = None,
+        services: ToolServices | None = None,
         hooks: HookRunner | None = None,
         approve: ApprovalFn | None = None,
         injections: Any = None,
@@ -77,7 +77,11 @@ class AgentRuntime:
         self.lanes = lanes
         self.state_dir = state_dir
         self.on_event = on_event
-        self.services = services or {}
+        self.services = services or ToolServices()
+        #: directories of plugins' skills (a callable: they change as plugins load)
+        self.skill_dirs: Callable[[], Any] | None = None
+        #: starts the lazy tool servers (MCP) an agent may use; the tool names it must not see
+        self.tool_prepare: Callable[[str], Awaitable[set[str]]] | None = None
         self.hooks = hooks or HookRunner()
         self.approve = approve
         #: next-turn injection queue (``drain(session_key)``), when plugins can enqueue
@@ -85,7 +89,7 @@ class AgentRuntime:
         self.spawn: Callable[[Coroutine[Any, Any, Any]], Any] = spawn or _background
         #: (session key, provider, model) → the tool names the session may use; None = all
         self.tool_filter: Callable[[SessionKey, str | None, str | None], set[str]] | None = None
-        #: the agent's memory manager (lent to tools as ``services["memory"]``); None: no memory
+        #: the agent's memory manager (lent to tools as ``services.memory``); None: no memory
         self.memory_for: Callable[[str], Any] | None = None
         #: a session's run is starting (memory syncs in the background on a session's first run)
         self.on_session_run: Callable[[SessionKey], None] | None = None
@@ -255,7 +259,7 @@ class AgentRuntime:
         key = req.session_key
         ws = setup.workspace_dir(key.agent_id, cfg, self.state_dir)
         # all the file work a run needs before the model, in one trip to a worker thread
-        skill_dirs = self.services.get("skill_dirs")
+        skill_dirs = self.skill_dirs
         loaded = await run_on_lane(self._load, req, active, cfg, ws, skill_dirs)
         ref, history, ids, injections, files, point, skills = loaded
         ctx = ev.HookContext(
@@ -281,7 +285,7 @@ class AgentRuntime:
         override = await phases.resolve_model(req.message)
         transcript = self.sessions.transcript_for(ref)
         entry_ids: dict[int, str] = {id(m): i for m, i in zip(history, ids, strict=True) if i}
-        prepare = self.services.get("tool_prepare")  # starts lazy tool servers (MCP) for this agent
+        prepare = self.tool_prepare  # starts lazy tool servers (MCP) for this agent
         hidden: set[str] = await prepare(key.agent_id) if prepare is not None else set()
         tools = {t.name: t for t in self.tools.tools() if t.name not in hidden}
         candidates = setup.model_chain(self.models, cfg, key, req.model or override, ref.entry.model_override)
@@ -583,13 +587,13 @@ class AgentRuntime:
         """A tool call's context; a sandboxed session's tools see the sandbox's workspace.
 
         ``skill_roots`` (the real dirs of the skills this run's prompt lists) is lent to the
-        file tools as ``services["skills"]``: ``read`` may open files inside them, nowhere else.
+        file tools as ``services.skills``: ``read`` may open files inside them, nowhere else.
         """
         view = self.sandbox_for(sandbox_key or key) if self.sandbox_for is not None else None
         ws = view.root if view is not None else workspace
-        services = {**self.services, "skills": skill_roots} if skill_roots else self.services
+        services = dataclasses.replace(self.services, skills=skill_roots) if skill_roots else self.services
         if self.memory_for is not None:
-            services = {**services, "memory": self.memory_for(key.agent_id)}
+            services = dataclasses.replace(services, memory=self.memory_for(key.agent_id))
         return ToolContext(
             key.canonical, key.agent_id, run_id, call_id, ws, abort, services, sandbox=view, trusted=trusted
         )

@@ -43,7 +43,7 @@ async def message(
 
     to: the chat id (or <channel>:<chatId>). file: a path inside the workspace.
     """
-    get = ctx.services.get("channels")
+    get = ctx.services.channels
     service = get() if callable(get) else None
     if service is None:
         raise Unavailable("no chat channel is configured")
@@ -75,7 +75,7 @@ async def message(
 
 
 def _session_target(ctx: Any) -> dict[str, Any] | None:
-    sessions = ctx.services.get("sessions")
+    sessions = ctx.services.sessions
     if sessions is None:
         return None
     ref = sessions.get(sessions.resolve_key(ctx.session_key))

@@ -37,7 +37,7 @@ async def current_time(ctx: ToolContext, timezone: str | None = None) -> ToolRes
 
 async def session_status(ctx: ToolContext) -> ToolResult:
     """This session's key, model, token counts, compactions and start time."""
-    sessions: Any = ctx.services.get("sessions")
+    sessions = ctx.services.sessions
     info: dict[str, Any] = {"sessionKey": ctx.session_key, "agentId": ctx.agent_id, "runId": ctx.run_id}
     if sessions is not None:
         ref = sessions.get(sessions.resolve_key(ctx.session_key))

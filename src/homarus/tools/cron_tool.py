@@ -1,6 +1,6 @@
 """The model's ``cron`` tool: look at, create, change, remove and trigger scheduled jobs.
 
-The tool reaches the scheduler through ``ctx.services["cron"]`` (any object with the
+The tool reaches the scheduler through ``ctx.services.cron`` (any object with the
 :class:`CronControl` shape; the gateway lends its cron service), so this layer never imports the
 gateway. Jobs a model creates belong to its own agent unless it names another. ``run`` only
 enqueues: a cron run started from inside a cron run must not wait on the lane it occupies.
@@ -39,7 +39,7 @@ class CronControl(Protocol):
 
 
 def _control(ctx: ToolContext) -> CronControl:
-    service: CronControl | None = ctx.services.get("cron")
+    service = ctx.services.cron
     if service is None:
         raise InvalidRequest("cron is not available in this context")
     return service

@@ -17,7 +17,7 @@ Every command runs in the workspace (``workdir`` is bounded to it with
 :func:`homarus.tools.paths.resolve`) with a minimal environment: ``PATH`` (the policy's),
 ``HOME`` (the workspace), ``LANG``, then the model's ``env``, then the variables
 ``resolve_exec_env`` plugin hooks return (they win over the model's; fired only when the hook
-runner is lent to tools as ``ToolContext.services["hooks"]``). Keys that change how programs load
+runner is lent to tools as ``ToolContext.services.hooks``). Keys that change how programs load
 code, find binaries or reach the network (``PATH``, ``HOME``, ``LD_*``, ``DYLD_*``, ``PYTHON*``,
 proxies, ...) are refused from the model and dropped from hook results.
 """
@@ -86,14 +86,14 @@ _MODE_NOTES = {
 
 
 class ExecApprover(Protocol):
-    """Asks the operators (``ToolContext.services["exec_approvals"]``); the gateway provides it."""
+    """Asks the operators (``ToolContext.services.exec_approvals``); the gateway provides it."""
 
     async def __call__(
         self, request: dict[str, Any], timeout_ms: int, abort: asyncio.Event | None
     ) -> ApprovalOutcome: ...
 
 
-class _HookRunner(Protocol):
+class ToolHooks(Protocol):
     def has(self, hook: str) -> bool: ...
 
     async def modify(self, hook: str, event: Any, *, tool_name: str | None = None) -> Any: ...
@@ -120,7 +120,7 @@ def check_env(env: Mapping[str, str] | None) -> dict[str, str]:
 
 async def _hook_env(ctx: ToolContext, host: str) -> dict[str, str]:
     """Variables from ``resolve_exec_env`` plugin hooks (none when no hook runner is lent to tools)."""
-    runner: _HookRunner | None = ctx.services.get("hooks")
+    runner = ctx.services.hooks
     if runner is None or not runner.has("resolve_exec_env"):
         return {}
     hook_ctx = ev.HookContext(
@@ -191,7 +191,7 @@ async def _approve(
     ctx: ToolContext, policy: ExecPolicy, plan: ExecPlan, cwd: str, env: dict[str, str]
 ) -> tuple[ExecPlan, dict[str, Any]]:
     """Ask the operators about ``plan``; the plan to follow and what to record of the approval."""
-    approver: ExecApprover | None = ctx.services.get("exec_approvals")
+    approver = ctx.services.exec_approvals
     if approver is None:
         return fallback_plan(plan), {"approval": "no-approval-route"}
     request = {

@@ -333,13 +333,13 @@ def file_root(ctx: ToolContext, path: str, *, write: bool) -> tuple[Path, str]:
 def skill_root(ctx: ToolContext, path: str) -> tuple[Path, str] | None:
     """(skill dir, path inside it) when ``path`` is an absolute path into a skill this run lists.
 
-    The runtime lends the real directories of the skills in the prompt as ``services["skills"]``.
+    The runtime lends the real directories of the skills in the prompt as ``services.skills``.
     Only an absolute path whose normalised form is inside one of them matches (``..`` cannot climb
     out: it is collapsed before the check); the file is then opened with the skill dir as the
     root, so the usual checks refuse symlinks or hard links that lead out of the skill. Read only:
     ``write``/``edit`` never consult this.
     """
-    roots = ctx.services.get("skills")
+    roots = ctx.services.skills
     if not roots or not isinstance(path, str) or not path.startswith("/") or "\0" in path:
         return None
     target = os.path.normpath(path)

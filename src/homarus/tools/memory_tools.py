@@ -1,7 +1,7 @@
 """``memory_search`` and ``memory_get``: the agent's recall of its Markdown memory.
 
 The tools do not import the memory package (tools and memory are sibling layers): the gateway
-lends the agent's memory manager as ``ctx.services["memory"]``, typed here by
+lends the agent's memory manager as ``ctx.services.memory``, typed here by
 :class:`MemoryService`. Without one, both tools answer with ``disabled: true`` and an error the
 model is told to surface, instead of pretending nothing was remembered.
 
@@ -40,7 +40,7 @@ class MemoryService(Protocol):
 
 
 def _service(ctx: ToolContext) -> MemoryService | None:
-    svc: MemoryService | None = ctx.services.get("memory")
+    svc = ctx.services.memory
     return svc
 
 

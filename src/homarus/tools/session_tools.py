@@ -16,7 +16,7 @@ MAX_HISTORY_CHARS = 20_000
 
 
 def _sessions(ctx: ToolContext) -> Any:
-    mgr = ctx.services.get("sessions")
+    mgr = ctx.services.sessions
     if mgr is None:
         raise InvalidRequest("sessions are not available to tools in this context")
     return mgr

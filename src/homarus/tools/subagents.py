@@ -6,9 +6,9 @@ announced into the requester's session as a follow-up run, so the requester's mo
 result and answers the user. ``sessions_send`` runs a message in another session of the same
 agent and returns its reply (past its timeout: the run id of the run, which keeps going).
 
-Tools may not import the agents layer: the session manager and the runtime come duck-typed from
-``ToolContext.services`` (``"sessions"``, ``"runtime"``), and run requests are built from the
-request type the runtime's ``submit`` declares.
+Tools may not import the agents layer: the session manager and the runtime come from
+``ToolContext.services`` (``sessions``, and ``runtime`` typed by :class:`SubagentHost`), and run
+requests are built from the request type the runtime's ``submit`` declares.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ import uuid
 from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass, field, is_dataclass
 from types import SimpleNamespace
-from typing import Any, get_type_hints
+from typing import Any, Protocol, get_type_hints
 
 from homarus.errors import HomarusError, InvalidRequest
 from homarus.plugins import events as ev
 from homarus.tools.base import Tool, ToolContext, ToolResult, tool_from_function
 
-__all__ = ["SubagentState", "announce_text", "make_subagent_tools", "subagent_tools"]
+__all__ = ["SubagentHost", "SubagentState", "announce_text", "make_subagent_tools", "subagent_tools"]
 
 log = logging.getLogger("homarus.tools.subagents")
 
@@ -320,9 +320,17 @@ def _child_prompt(requester: str, label: str | None) -> str:
     )
 
 
+class SubagentHost(Protocol):
+    """What sub-agents need of the agent runtime, lent as ``ToolContext.services.runtime``: it runs a
+    request (of the type its ``submit`` declares); its ``models``, ``hooks`` and ``spawn`` are used
+    when it has them."""
+
+    async def submit(self, req: Any) -> Any: ...
+
+
 def _services(ctx: ToolContext) -> tuple[Any, Any]:
-    runtime = ctx.services.get("runtime")
-    mgr = ctx.services.get("sessions")
+    runtime = ctx.services.runtime
+    mgr = ctx.services.sessions
     if runtime is None or mgr is None:
         raise InvalidRequest("sub-agents are not available to tools in this context")
     return runtime, mgr

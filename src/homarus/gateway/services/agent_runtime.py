@@ -15,6 +15,7 @@ from homarus.gateway.services.memory_access import memory_for, session_started
 from homarus.gateway.services.policy import stranger_grant
 from homarus.gateway.services.skills import plugin_skill_dirs
 from homarus.gateway.services.tooling import prepare_tools
+from homarus.tools.base import ToolServices
 
 if TYPE_CHECKING:
     from homarus.agents.request import RunRequest
@@ -34,22 +35,21 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         lanes=gw.lanes,
         state_dir=gw.paths.state_dir,
         on_event=gw.run_events,
-        services={"sessions": gw.sessions},
         hooks=gw.hooks,
         spawn=gw.spawn,
         approve=approve_tool_call(gw),
         injections=gw.injections,
     )
-    runtime.services.update(
+    runtime.services = ToolServices(
+        sessions=gw.sessions,
         runtime=runtime,
         hooks=gw.hooks,
         exec_approvals=gw.exec_approvals.approver(),
-        skill_dirs=lambda: plugin_skill_dirs(gw),
         cron=LazyCron(gw),
         channels=lambda: gw.channels if gw.config.present("channels") else None,
     )
-
-    runtime.services["tool_prepare"] = lambda agent_id: prepare_tools(gw, agent_id)
+    runtime.skill_dirs = lambda: plugin_skill_dirs(gw)
+    runtime.tool_prepare = lambda agent_id: prepare_tools(gw, agent_id)
     runtime.system_events = gw.heartbeats.events.drain
     runtime.memory_for = lambda agent_id: memory_for(gw, agent_id)
     runtime.on_session_run = lambda key: session_started(gw, key)
