@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from homarus.errors import HomarusError
-from homarus.gateway.errors import http_error_response
+from homarus.gateway.errors import http_error_response, plain_error
 
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
@@ -79,10 +79,10 @@ async def _http_exception(request: Request, exc: Exception) -> Response:
     if exc.status_code == 405:
         # Starlette builds Allow from a set; answer in a stable order (e.g. "GET, HEAD")
         allowed = sorted(m.strip() for m in (exc.headers or {}).get("Allow", "").split(",") if m.strip())
-        return PlainTextResponse("Method Not Allowed", status_code=405, headers={"Allow": ", ".join(allowed)})
+        return plain_error(405, "Method Not Allowed", headers={"Allow": ", ".join(allowed)})
     if exc.status_code == 404:
-        return PlainTextResponse("Not Found", status_code=404)
-    return PlainTextResponse(exc.detail, status_code=exc.status_code, headers=exc.headers)
+        return plain_error(404, "Not Found")
+    return plain_error(exc.status_code, exc.detail, headers=dict(exc.headers) if exc.headers else None)
 
 
 async def _homarus_error(request: Request, exc: Exception) -> Response:
@@ -91,7 +91,7 @@ async def _homarus_error(request: Request, exc: Exception) -> Response:
 
 
 async def _server_error(request: Request, exc: Exception) -> Response:
-    return PlainTextResponse("Internal Server Error", status_code=500)
+    return plain_error(500, "Internal Server Error")
 
 
 def build_http_app(routes: Sequence[BaseRoute], lifespan: Any = None) -> ASGIApp:

@@ -16,6 +16,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Match
 
+from homarus.gateway.errors import error_response, plain_error
 from homarus.gateway.http.common import BodyError, read_body
 
 if TYPE_CHECKING:
@@ -44,9 +45,9 @@ class ChannelWebhooks(BaseRoute):
         request = Request(scope, receive)
         account = self.gateway.channels.manager.webhook_account(scope["path"])
         if account is None:
-            response = Response("Not Found", status_code=404)
+            response = plain_error(404, "Not Found")
         elif request.method != "POST":
-            response = Response("Method Not Allowed", status_code=405, headers={"Allow": "POST"})
+            response = plain_error(405, "Method Not Allowed", headers={"Allow": "POST"})
         else:
             response = await self._post(request, account)
         await response(scope, receive, send)
@@ -55,11 +56,11 @@ class ChannelWebhooks(BaseRoute):
         try:
             body = await read_body(request, MAX_BODY)
         except BodyError as exc:
-            return Response(exc.message, status_code=exc.status)
+            return plain_error(exc.status, exc.message)
         try:
             status, payload = await account.webhook(dict(request.headers), body)  # type: ignore[attr-defined]
         except Exception:
             log.exception("channels: a webhook update could not be stored; the platform will retry")
-            return Response(b'{"ok":false,"error":"storage"}', status_code=500, media_type="application/json")
+            return error_response("hooks", 500, "storage")
         headers = {"x-homarus-delivery-accepted": "durable"} if status == 200 else None
         return Response(payload, status_code=status, media_type="application/json", headers=headers)

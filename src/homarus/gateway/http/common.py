@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import math
 from typing import TYPE_CHECKING, Any
 
 import orjson
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
+from homarus.gateway.errors import error_response, retry_after
 from homarus.security.auth import secrets_equal
 
 if TYPE_CHECKING:
@@ -28,7 +28,8 @@ class BodyError(Exception):
 
 
 def json_error(status: int, kind: str, message: str, headers: dict[str, str] | None = None) -> Response:
-    return JSONResponse({"ok": False, "error": {"type": kind, "message": message}}, status_code=status, headers=headers)
+    """The ``gateway`` family's error (``gateway/errors.py``)."""
+    return error_response("gateway", status, message, kind=kind, headers=headers)
 
 
 def bearer_auth(gateway: GatewayContext, request: Request) -> Response | None:
@@ -37,16 +38,8 @@ def bearer_auth(gateway: GatewayContext, request: Request) -> Response | None:
     auth = gateway.auth
     limited = auth.limited(ip)
     if limited and (wait := auth.limiter.retry_after(ip)) is not None:
-        return JSONResponse(
-            {
-                "error": {
-                    "message": "Too many failed authentication attempts. Please try again later.",
-                    "type": "rate_limited",
-                }
-            },
-            status_code=429,
-            headers={"Retry-After": str(max(1, math.ceil(wait)))},
-        )
+        message = "Too many failed authentication attempts. Please try again later."
+        return error_response("openai", 429, message, kind="rate_limited", headers=retry_after(wait))
     secret = auth.shared_secret
     if auth.mode == "none":
         return None
@@ -57,7 +50,7 @@ def bearer_auth(gateway: GatewayContext, request: Request) -> Response | None:
         return None
     if limited and provided:
         auth.limiter.record_failure(ip)
-    return JSONResponse({"error": {"message": "Unauthorized", "type": "unauthorized"}}, status_code=401)
+    return error_response("openai", 401, "Unauthorized", kind="unauthorized")
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:

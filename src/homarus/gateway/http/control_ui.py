@@ -25,10 +25,11 @@ from importlib.resources.abc import Traversable
 from typing import TYPE_CHECKING
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Match, Route
 from starlette.types import Scope
 
+from homarus.gateway.errors import plain_error
 from homarus.gateway.http.plugin_routes import CORE_PATHS
 
 if TYPE_CHECKING:
@@ -155,25 +156,25 @@ def control_ui_routes(gateway: GatewayContext, root: Traversable | None = None) 
 
     async def page(request: Request) -> Response:
         if not enabled():
-            return PlainTextResponse("Not Found", status_code=404)
+            return plain_error(404, "Not Found")
         index = assets().get("index.html")
         if index is None:
-            return PlainTextResponse("Control UI assets are missing from this installation", status_code=503)
+            return plain_error(503, "Control UI assets are missing from this installation")
         return _serve(request, index)
 
     async def asset(request: Request) -> Response:
         if not enabled():
-            return PlainTextResponse("Not Found", status_code=404)
+            return plain_error(404, "Not Found")
         if not assets():
-            return PlainTextResponse("Control UI assets are missing from this installation", status_code=503)
+            return plain_error(503, "Control UI assets are missing from this installation")
         found = assets().get(request.path_params["name"])
         if found is None or found.content_type.startswith("text/html"):
-            return PlainTextResponse("Not Found", status_code=404)
+            return plain_error(404, "Not Found")
         return _serve(request, found)
 
     async def config_json(request: Request) -> Response:
         if not enabled():
-            return PlainTextResponse("Not Found", status_code=404)
+            return plain_error(404, "Not Found")
         return _serve(request, bootstrap_asset)
 
     get = ["GET", "HEAD"]

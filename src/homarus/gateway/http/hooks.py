@@ -34,10 +34,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from homarus.errors import InvalidRequest
+from homarus.gateway.errors import error_response, retry_after
 from homarus.gateway.http.common import BodyError, read_json_body
 from homarus.gateway.http.hooks_mapping import HookAction, MappingFailed, TransformLoader, match_mapping, now_iso
 from homarus.gateway.http.hooks_mapping import resolve_action as mapping_action
@@ -66,8 +67,8 @@ _SUB_PATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
 _BODY_ERRORS: Final = {413: "payload too large", 408: "request body timeout"}
 
 
-def _fail(status: int, error: str) -> JSONResponse:
-    return JSONResponse({"ok": False, "error": error}, status_code=status)
+def _fail(status: int, error: str) -> Response:
+    return error_response("hooks", status, error)
 
 
 def _token_of(request: Request) -> str | None:
@@ -117,22 +118,22 @@ class HooksEndpoint:
     async def __call__(self, request: Request) -> Response:
         cfg = self.gateway.config.hooks
         if not cfg.enabled or cfg.token is None or self._shares_gateway_secret(cfg.token.get_secret_value()):
-            return PlainTextResponse("Not Found", status_code=404)
+            return error_response("plain", 404, "Not Found")
         if "token" in request.query_params:
-            return PlainTextResponse(NO_QUERY_AUTH_MESSAGE, status_code=400)
+            return error_response("plain", 400, NO_QUERY_AUTH_MESSAGE)
         if request.method != "POST":
-            return PlainTextResponse("Method Not Allowed", status_code=405, headers={"Allow": "POST"})
+            return error_response("plain", 405, "Method Not Allowed", headers={"Allow": "POST"})
         ip = request.client.host if request.client else "unknown"
         if (wait := self.limiter.retry_after(ip)) is not None:
-            return PlainTextResponse("Too Many Requests", 429, headers={"Retry-After": str(max(1, math.ceil(wait)))})
+            return error_response("plain", 429, "Too Many Requests", headers=retry_after(wait))
         token = _token_of(request)
         if token is None or not secrets_equal(token, cfg.token.get_secret_value()):
             self.limiter.record_failure(ip)
-            return PlainTextResponse("Unauthorized", status_code=401)
+            return error_response("plain", 401, "Unauthorized")
         self.limiter.reset(ip)
         sub = str(request.path_params.get("rest", "")).strip("/")
         if not sub or not _SUB_PATH.fullmatch(sub):
-            return PlainTextResponse("Not Found", status_code=404)
+            return error_response("plain", 404, "Not Found")
         try:
             raw = await read_json_body(request, cfg.max_body_bytes)
         except BodyError as exc:
@@ -161,7 +162,7 @@ class HooksEndpoint:
         else:
             mapping = match_mapping(self.gateway.config.hooks.mappings, sub, body)
             if mapping is None:
-                return PlainTextResponse("Not Found", status_code=404)
+                return error_response("plain", 404, "Not Found")
             context = {
                 "payload": body,
                 "headers": {k.lower(): v for k, v in request.headers.items() if k.lower() != "authorization"},

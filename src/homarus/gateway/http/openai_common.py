@@ -22,14 +22,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 
 from homarus.agents.request import RunRequest
 from homarus.agents.runs import RunOutcome
 from homarus.config.http_api import HttpEndpointConfig
 from homarus.errors import HomarusError
+from homarus.gateway.errors import error_response
 from homarus.gateway.http.common import BodyError, bearer_auth, read_json_body
-from homarus.gateway.http.openai_prompt import ApiError, Prompt, error_body
+from homarus.gateway.http.openai_prompt import ApiError, Prompt
 from homarus.gateway.http.openai_stream import LiveRun
 from homarus.gateway.services.inbound import sanitize_message
 from homarus.sessions.keys import SessionKey
@@ -59,11 +60,11 @@ MAX_USER_CHARS = 128
 
 
 def api_error(exc: ApiError) -> Response:
-    return JSONResponse(exc.body(), status_code=exc.status)
+    return error_response("openai", exc.status, exc.message, kind=exc.kind, code=exc.code, param=exc.param)
 
 
 def not_found() -> Response:
-    return JSONResponse(error_body("Not Found", "invalid_request_error", "not_found"), status_code=404)
+    return error_response("openai", 404, "Not Found", code="not_found")
 
 
 async def open_post(
@@ -80,7 +81,7 @@ async def open_post(
     except BodyError as exc:
         code = {413: "payload_too_large", 408: "request_timeout"}.get(exc.status, "invalid_json")
         message = "Request body is not valid JSON." if exc.status == 400 else exc.message
-        return JSONResponse(error_body(message, "invalid_request_error", code), status_code=exc.status)
+        return error_response("openai", exc.status, message, code=code)
     if not isinstance(body, dict):
         return api_error(ApiError(400, "Request body must be a JSON object.", code="invalid_body"))
     return body

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from homarus.errors import InvalidRequest
+from homarus.gateway.errors import openai_error_body
 from homarus.messages import ImageContent
 
 __all__ = ["MAX_IMAGES", "ApiError", "Prompt", "chat_prompt", "error_body", "responses_prompt"]
@@ -51,13 +52,7 @@ class ApiError(InvalidRequest):
         return error_body(self.message, self.kind, self.code, self.param)
 
 
-def error_body(message: str, kind: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
-    err: dict[str, Any] = {"message": message, "type": kind}
-    if code is not None:
-        err["code"] = code
-    if param is not None:
-        err["param"] = param
-    return {"error": err}
+error_body = openai_error_body  # the openai family of gateway/errors.py
 
 
 @dataclass
