@@ -128,3 +128,8 @@ class ChannelSpec:
     thread_word: str = "thread"
     #: config keys this channel reads beyond the shared access fields, for ``channels list``
     docs: str = ""
+    #: other names a caller may give the channel (``send`` to ``tg:<chat>``)
+    aliases: tuple[str, ...] = ()
+    #: the channel's own fields of an account's ``channels.status`` row (never a secret), from the
+    #: account's effective settings and id
+    status_fields: Callable[[Mapping[str, Any], str], dict[str, Any]] | None = None

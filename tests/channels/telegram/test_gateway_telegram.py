@@ -306,3 +306,16 @@ async def test_typing_shows_for_the_run_that_works_not_for_runs_waiting_their_tu
             assert not any(str(a["chat_id"]) == str(other) for a in fake.actions)
             gw.call_soon(release.set)
             await wait_for(lambda: fake.texts_to(other) == ["me too"], what="the second answer")
+
+
+async def test_send_finds_the_channel_by_a_plugin_alias(tmp_path: Path) -> None:
+    """``tg`` is the Telegram plugin's alias (its ``ChannelSpec.aliases``), not a name the shared
+    layer knows; an unknown channel is refused by name."""
+    with telegram_gateway(tmp_path, dmPolicy="allowlist", allowFrom=[OWNER]) as (_gw, fake, _provider):
+        await wait_for(lambda: fake.method_calls("getUpdates"), what="polling")
+        client = await operator(_gw, ["operator.write"])
+        sent = await client.request("send", {"to": f"tg:{OWNER}", "message": "hello by alias", "idempotencyKey": "a1"})
+        assert sent["ok"], sent
+        assert fake.texts_to(OWNER) == ["hello by alias"]
+        unknown = await client.request("send", {"to": "nope:1", "message": "x", "idempotencyKey": "a2"})
+        assert unknown["ok"] is False and "unknown channel: nope" in unknown["error"]["message"]

@@ -6,6 +6,7 @@ renderer) is imported by the factory, when a configured Telegram account starts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from homarus import __version__
@@ -28,6 +29,17 @@ manifest: dict[str, Any] = {
 }
 
 
+def _status_fields(settings: Mapping[str, Any], account_id: str) -> dict[str, Any]:
+    """Where the bot token comes from (never the token)."""
+    if settings.get("bot_token") is not None:
+        source = "config"
+    elif settings.get("token_file"):
+        source = "file"
+    else:
+        source = "env" if account_id == "default" else "none"
+    return {"botTokenSource": source}
+
+
 def _account(ctx: AccountContext) -> ChannelAccount:
     from homarus.channels.telegram.account import TelegramAccount
 
@@ -42,6 +54,8 @@ SPEC = ChannelSpec(
     ),
     factory=_account,
     thread_word="topic",
+    aliases=("tg",),
+    status_fields=_status_fields,
     docs="botToken | tokenFile | $TELEGRAM_BOT_TOKEN, apiRoot, webhookUrl + webhookSecret (+ webhookPath)",
 )
 

@@ -105,14 +105,6 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _token_source(settings: dict[str, Any], account_id: str) -> str:
-    if settings.get("bot_token") is not None:
-        return "config"
-    if settings.get("token_file"):
-        return "file"
-    return "env" if account_id == "default" else "none"
-
-
 async def channels_status(call: MethodCall, p: StatusParams) -> dict[str, Any]:
     gw = call.gateway
     ts = int(time.time() * 1000)
@@ -133,29 +125,30 @@ async def channels_status(call: MethodCall, p: StatusParams) -> dict[str, Any]:
         accounts = []
         for acc in channel["accounts"]:
             settings = service.manager.settings(cid, acc["accountId"]) if cfg is not None else {}
-            accounts.append(
-                {
-                    "accountId": acc["accountId"],
-                    "name": settings.get("name") or acc["accountId"],
-                    "enabled": channel["enabled"] and settings.get("enabled") is not False,
-                    "configured": True,
-                    "running": acc.get("state") in ("running", "degraded"),
-                    "connected": acc.get("state") == "running",
-                    "healthState": acc.get("state"),
-                    "lastError": acc.get("lastError"),
-                    "lastInboundAt": acc.get("lastInboundAt"),
-                    "lastOutboundAt": acc.get("lastOutboundAt"),
-                    "mode": acc.get("mode"),
-                    "dmPolicy": acc.get("dmPolicy"),
-                    "allowFrom": list(settings.get("allow_from") or []),
-                    "botTokenSource": _token_source(settings, acc["accountId"]) if cid == "telegram" else None,
-                    "webhookPath": acc.get("webhookPath"),
-                    "identity": acc.get("identity"),
-                    "groupPolicy": acc.get("groupPolicy"),
-                    "groups": acc.get("groups"),
-                    "requireMention": acc.get("requireMention"),
-                }
-            )
+            row: dict[str, Any] = {
+                "accountId": acc["accountId"],
+                "name": settings.get("name") or acc["accountId"],
+                "enabled": channel["enabled"] and settings.get("enabled") is not False,
+                "configured": True,
+                "running": acc.get("state") in ("running", "degraded"),
+                "connected": acc.get("state") == "running",
+                "healthState": acc.get("state"),
+                "lastError": acc.get("lastError"),
+                "lastInboundAt": acc.get("lastInboundAt"),
+                "lastOutboundAt": acc.get("lastOutboundAt"),
+                "mode": acc.get("mode"),
+                "dmPolicy": acc.get("dmPolicy"),
+                "allowFrom": list(settings.get("allow_from") or []),
+                "webhookPath": acc.get("webhookPath"),
+                "identity": acc.get("identity"),
+                "groupPolicy": acc.get("groupPolicy"),
+                "groups": acc.get("groups"),
+                "requireMention": acc.get("requireMention"),
+            }
+            spec = service.manager.specs.get(cid)
+            if spec is not None and spec.status_fields is not None:
+                row.update(spec.status_fields(settings, acc["accountId"]))  # the channel's own fields
+            accounts.append(row)
         out["channelAccounts"][cid] = accounts
         out["channels"][cid] = {"configured": True, "registered": channel["registered"], "enabled": channel["enabled"]}
     out["delivery"] = {

@@ -138,6 +138,13 @@ class ChannelService:
         found = self.manager.db.query(f"SELECT id FROM outbox WHERE key IN ({marks}) ORDER BY id", tuple(keys))  # noqa: S608
         return [r for (row_id,) in found if (r := self.manager.outbox.get(int(row_id))) is not None]
 
+    def channel_id(self, name: str) -> str:
+        """The channel a caller names, by its id or one of its plugin's aliases (unknown: as given)."""
+        if name in self.manager.specs:
+            return name
+        lowered = name.lower()
+        return next((cid for cid, spec in self.manager.specs.items() if lowered in spec.aliases), name)
+
     def resolve_target(
         self, channel: str | None, to: str, *, account_id: str | None = None, thread_id: str | None = None
     ) -> Target:
@@ -146,8 +153,7 @@ class ChannelService:
             channel, _, to = to.partition(":")
         if not channel:
             raise InvalidRequest("channel is required (or write to as <channel>:<chatId>)")
-        if channel.startswith("tg") and channel != "telegram":
-            channel = "telegram"
+        channel = self.channel_id(channel)
         cfg = self.manager.channel_config(channel)
         if cfg is None or channel not in self.manager.specs:
             raise InvalidRequest(f"unknown channel: {channel}")
