@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,8 @@ from homarus.agents.request import QueueMode, RunRequest, request_content
 from homarus.agents.resume import ResumePoint, close_interrupted
 from homarus.agents.runs import ActiveRun, RunOutcome, RunRegistry
 from homarus.agents.stream import EventTranslator
-from homarus.audit.trail import AuditSink, RunAudit
+from homarus.agents.wiring import RuntimeWiring
+from homarus.audit.trail import RunAudit
 from homarus.config.schema import HomarusConfig
 from homarus.errors import HomarusError, RuntimeFailure, Unavailable
 from homarus.io_lane import run_on_lane
@@ -41,11 +42,10 @@ from homarus.queue.lanes import LaneQueue
 from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager, SessionRef
 from homarus.sessions.transcript import Transcript
-from homarus.tools.base import ToolContext, ToolRegistry, ToolServices, tool_schema_tool
+from homarus.tools.base import ToolContext, ToolRegistry, tool_schema_tool
 
 if TYPE_CHECKING:
     from homarus.skills.prompt import SkillsPrompt
-    from homarus.tools.sandbox_sessions import SandboxView
 
 __all__ = ["AgentRuntime", "QueueMode", "RunRequest"]
 
@@ -64,7 +64,7 @@ class AgentRuntime:
         lanes: LaneQueue,
         state_dir: Path,
         on_event: EventSink,
-        services: ToolServices | None = None,
+        wiring: RuntimeWiring | None = None,
         hooks: HookRunner | None = None,
         approve: ApprovalFn | None = None,
         injections: Any = None,
@@ -77,42 +77,14 @@ class AgentRuntime:
         self.lanes = lanes
         self.state_dir = state_dir
         self.on_event = on_event
-        self.services = services or ToolServices()
-        #: directories of plugins' skills (a callable: they change as plugins load)
-        self.skill_dirs: Callable[[], Any] | None = None
-        #: starts the lazy tool servers (MCP) an agent may use; the tool names it must not see
-        self.tool_prepare: Callable[[str], Awaitable[set[str]]] | None = None
         self.hooks = hooks or HookRunner()
         self.approve = approve
         #: next-turn injection queue (``drain(session_key)``), when plugins can enqueue
         self.injections = injections
         self.spawn: Callable[[Coroutine[Any, Any, Any]], Any] = spawn or _background
-        #: (session key, provider, model) → the tool names the session may use; None = all
-        self.tool_filter: Callable[[SessionKey, str | None, str | None], set[str]] | None = None
-        #: the agent's memory manager (lent to tools as ``services.memory``); None: no memory
-        self.memory_for: Callable[[str], Any] | None = None
-        #: a session's run is starting (memory syncs in the background on a session's first run)
-        self.on_session_run: Callable[[SessionKey], None] | None = None
-        #: where run records go (None: no audit trail)
-        self.audit: AuditSink | None = None
-        #: where provider stream events go (None: not recorded; ``logging.rawStream``)
-        self.raw_stream: AuditSink | None = None
-        #: system events (wake, hooks, cron) waiting for a session's next turn, drained with the injections
-        self.system_events: Callable[[str], list[dict[str, Any]]] | None = None
-        #: the sandbox a session's tools run in (None, or returning None: unsandboxed)
-        self.sandbox_for: Callable[[SessionKey], SandboxView | None] | None = None
-        #: the tools of a run asked for by someone other than an owner (``policy_key`` set): an
-        #: allowlist over what the session's policy gives; without it such a run gets no tools
-        self.untrusted_filter: Callable[[RunRequest, set[str]], set[str]] | None = None
-        #: operator hooks for ``agent:bootstrap`` (may change the bootstrap file list)
-        self.bootstrap_hook: Callable[[dict[str, Any]], Awaitable[Any]] | None = None
-        #: awaited with a run that begins executing now (its lane slot was taken) and the runs
-        #: whose messages it takes in (merged into its prompt, or steered into it), before anything
-        #: of them happens: the run journal records them as started, so a crash before this point
-        #: leaves them queued, never half-run
-        #: records that a run began (blocking: called in the run's first trip to a worker thread,
-        #: before anything else of the run happens; if it raises, the run fails without starting)
-        self.on_run_start: Callable[[str, list[str]], None] | None = None
+        self.wiring = wiring or RuntimeWiring()
+        if self.wiring.services.runtime is None:
+            self.wiring.services = dataclasses.replace(self.wiring.services, runtime=self)
         self.runs = RunRegistry()
         #: (session key, trust) → the collect batch waiting for its turn
         self._collect: dict[tuple[str, str], tuple[list[RunRequest], asyncio.Future[RunOutcome]]] = {}
@@ -206,8 +178,8 @@ class AgentRuntime:
 
     async def _starting(self, run_id: str, joined: list[str]) -> None:
         """Record a start outside a run's own first trip (a message steered into a running run)."""
-        if self.on_run_start is not None:
-            await asyncio.to_thread(self.on_run_start, run_id, joined)
+        if self.wiring.on_run_start is not None:
+            await asyncio.to_thread(self.wiring.on_run_start, run_id, joined)
 
     # -- one run --------------------------------------------------------------------------------
     async def _execute(self, req: RunRequest) -> RunOutcome:
@@ -215,9 +187,9 @@ class AgentRuntime:
         key = req.session_key
         active = ActiveRun(req.run_id, key.canonical, req.trust)
         self.runs.start(active)
-        if self.on_session_run is not None:
+        if self.wiring.on_session_run is not None:
             try:
-                self.on_session_run(key)
+                self.wiring.on_session_run(key)
             except Exception:  # memory is an aid: it never stops a run
                 log.exception("session-start hook failed for %s", key.canonical)
         translator = EventTranslator(req.run_id, key.canonical, self.on_event, verbose=False)
@@ -242,9 +214,9 @@ class AgentRuntime:
         return outcome
 
     def _audit_for(self, req: RunRequest) -> RunAudit:
-        assert self.audit is not None
+        assert self.wiring.audit is not None
         key = req.session_key
-        audit = RunAudit(self.audit, req.run_id, key.canonical, key.agent_id)
+        audit = RunAudit(self.wiring.audit, req.run_id, key.canonical, key.agent_id)
         audit.run_start(trigger=req.trigger, channel=req.channel, origin=req.origin, model=req.model)
         return audit
 
@@ -259,7 +231,7 @@ class AgentRuntime:
         key = req.session_key
         ws = setup.workspace_dir(key.agent_id, cfg, self.state_dir)
         # all the file work a run needs before the model, in one trip to a worker thread
-        skill_dirs = self.skill_dirs
+        skill_dirs = self.wiring.skill_dirs
         loaded = await run_on_lane(self._load, req, active, cfg, ws, skill_dirs)
         ref, history, ids, injections, files, point, skills = loaded
         ctx = ev.HookContext(
@@ -269,7 +241,7 @@ class AgentRuntime:
             run_id=req.run_id,
             trigger=req.trigger,
         )
-        audit = self._audit_for(req) if self.audit is not None else None
+        audit = self._audit_for(req) if self.wiring.audit is not None else None
         active.audit = audit
         hooks = RuntimeHooks(self.hooks, ctx, self.spawn, abort=active.abort, approve=self.approve, audit=audit)
         phases = RunPhases(hooks)
@@ -285,16 +257,16 @@ class AgentRuntime:
         override = await phases.resolve_model(req.message)
         transcript = self.sessions.transcript_for(ref)
         entry_ids: dict[int, str] = {id(m): i for m, i in zip(history, ids, strict=True) if i}
-        prepare = self.tool_prepare  # starts lazy tool servers (MCP) for this agent
+        prepare = self.wiring.tool_prepare  # starts lazy tool servers (MCP) for this agent
         hidden: set[str] = await prepare(key.agent_id) if prepare is not None else set()
         tools = {t.name: t for t in self.tools.tools() if t.name not in hidden}
         candidates = setup.model_chain(self.models, cfg, key, req.model or override, ref.entry.model_override)
         policy_key = req.policy_key or key
-        if self.tool_filter is not None:
-            allowed = self.tool_filter(policy_key, candidates[0].info.provider, candidates[0].info.id)
+        if self.wiring.tool_filter is not None:
+            allowed = self.wiring.tool_filter(policy_key, candidates[0].info.provider, candidates[0].info.id)
             tools = {n: t for n, t in tools.items() if n in allowed}
         if req.policy_key is not None:  # deny by default: no filter wired means no tools
-            kept = self.untrusted_filter(req, set(tools)) if self.untrusted_filter is not None else set()
+            kept = self.wiring.untrusted_filter(req, set(tools)) if self.wiring.untrusted_filter is not None else set()
             tools = {n: t for n, t in tools.items() if n in kept}
         if cfg.tools.lazy_schemas and tools:
             schema_tool = tool_schema_tool(tools)
@@ -381,7 +353,9 @@ class AgentRuntime:
                 trusted=req.policy_key is None,
             ),
             abort=active.abort,
-            emit=stream_tap(self.raw_stream, req.run_id, translator.handle) if self.raw_stream else translator.handle,
+            emit=stream_tap(self.wiring.raw_stream, req.run_id, translator.handle)
+            if self.wiring.raw_stream
+            else translator.handle,
             get_steering=active.take_steering,
             get_follow_ups=active.take_follow_ups,
             tool_execution=d.tool_execution,
@@ -505,9 +479,9 @@ class AgentRuntime:
         """The start record, then the session entry (marked running), workspace, history, pending
         injections, bootstrap files, the skills section, and for a resumed run where it stood (its
         interrupted tool calls closed as aborted first)."""
-        if self.on_run_start is not None:
+        if self.wiring.on_run_start is not None:
             try:
-                self.on_run_start(req.run_id, req.joined)
+                self.wiring.on_run_start(req.run_id, req.joined)
             except Exception as exc:  # not recorded as started: it must not run (a crash would repeat it)
                 log.exception("could not record the start of run %s", req.run_id)
                 raise RuntimeFailure(f"could not record the run start: {type(exc).__name__}") from None
@@ -525,7 +499,7 @@ class AgentRuntime:
 
     async def _bootstrap(self, key: SessionKey, ws: Path, files: list[Any]) -> list[Any]:
         """The bootstrap files, after the ``agent:bootstrap`` operator hooks saw (and maybe changed) them."""
-        if self.bootstrap_hook is None:
+        if self.wiring.bootstrap_hook is None:
             return files
         context: dict[str, Any] = {"bootstrap_files": files, "workspace": str(ws)}
         event: dict[str, Any] = {
@@ -535,14 +509,14 @@ class AgentRuntime:
             "messages": [],
             "context": context,
         }
-        await self.bootstrap_hook(event)
+        await self.wiring.bootstrap_hook(event)
         changed = context["bootstrap_files"]
         if not isinstance(changed, list):
             return files
         return [f for f in changed if hasattr(f, "content") and hasattr(f, "name")]
 
     def _drain_injections(self, session_key: str) -> list[dict[str, Any]]:
-        events = self.system_events(session_key) if self.system_events is not None else []
+        events = self.wiring.system_events(session_key) if self.wiring.system_events is not None else []
         if self.injections is None:
             return events
         drained = self.injections.drain(session_key)
@@ -589,11 +563,13 @@ class AgentRuntime:
         ``skill_roots`` (the real dirs of the skills this run's prompt lists) is lent to the
         file tools as ``services.skills``: ``read`` may open files inside them, nowhere else.
         """
-        view = self.sandbox_for(sandbox_key or key) if self.sandbox_for is not None else None
+        view = self.wiring.sandbox_for(sandbox_key or key) if self.wiring.sandbox_for is not None else None
         ws = view.root if view is not None else workspace
-        services = dataclasses.replace(self.services, skills=skill_roots) if skill_roots else self.services
-        if self.memory_for is not None:
-            services = dataclasses.replace(services, memory=self.memory_for(key.agent_id))
+        services = (
+            dataclasses.replace(self.wiring.services, skills=skill_roots) if skill_roots else self.wiring.services
+        )
+        if self.wiring.memory_for is not None:
+            services = dataclasses.replace(services, memory=self.wiring.memory_for(key.agent_id))
         return ToolContext(
             key.canonical, key.agent_id, run_id, call_id, ws, abort, services, sandbox=view, trusted=trusted
         )

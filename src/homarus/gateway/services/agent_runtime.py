@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from homarus.agents.runtime import AgentRuntime
+from homarus.agents.wiring import RuntimeWiring
 from homarus.gateway.services.approvals import approve_tool_call
 from homarus.gateway.services.cron_access import LazyCron
 from homarus.gateway.services.memory_access import memory_for, session_started
@@ -27,35 +28,7 @@ __all__ = ["build_runtime"]
 
 
 def build_runtime(gw: GatewayContext) -> AgentRuntime:
-    runtime = AgentRuntime(
-        config=lambda: gw.config,
-        sessions=gw.sessions,
-        models=gw.models,
-        tools=gw.tools,
-        lanes=gw.lanes,
-        state_dir=gw.paths.state_dir,
-        on_event=gw.run_events,
-        hooks=gw.hooks,
-        spawn=gw.spawn,
-        approve=approve_tool_call(gw),
-        injections=gw.injections,
-    )
-    runtime.services = ToolServices(
-        sessions=gw.sessions,
-        runtime=runtime,
-        hooks=gw.hooks,
-        exec_approvals=gw.exec_approvals.approver(),
-        cron=LazyCron(gw),
-        channels=lambda: gw.channels if gw.config.present("channels") else None,
-    )
-    runtime.skill_dirs = lambda: plugin_skill_dirs(gw)
-    runtime.tool_prepare = lambda agent_id: prepare_tools(gw, agent_id)
-    runtime.system_events = gw.heartbeats.events.drain
-    runtime.memory_for = lambda agent_id: memory_for(gw, agent_id)
-    runtime.on_session_run = lambda key: session_started(gw, key)
-    cfg = gw.config.logging
-    runtime.audit = gw.audit_log if cfg.audit.enabled else None
-    runtime.raw_stream = gw.raw_stream_log if cfg.raw_stream else None
+    """The runtime and everything it is connected to, given once (``RuntimeWiring``)."""
 
     def sandbox_for(key: SessionKey) -> SandboxView | None:
         if gw.config.agents.defaults.sandbox_mode == "off":
@@ -81,16 +54,45 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
             kept |= names & {"browser"}  # the sandbox's own browser, with a throw-away profile
         return kept
 
-    runtime.on_run_start = gw.journal.mark_started
-    runtime.untrusted_filter = untrusted_filter
-    runtime.sandbox_for = sandbox_for
-
     def tool_filter(key: SessionKey, provider: str | None, model: str | None) -> set[str]:
         names = gw.tool_access.names_for(key, provider=provider, model=model)
         if not gw.config.present("channels"):
             names.discard("message")  # nothing to send to: not worth its bytes in every prompt
         return names
 
-    runtime.tool_filter = tool_filter
-    runtime.bootstrap_hook = bootstrap_hook
-    return runtime
+    observed = gw.config.logging
+    wiring = RuntimeWiring(
+        services=ToolServices(
+            sessions=gw.sessions,
+            hooks=gw.hooks,
+            exec_approvals=gw.exec_approvals.approver(),
+            cron=LazyCron(gw),
+            channels=lambda: gw.channels if gw.config.present("channels") else None,
+        ),
+        tool_filter=tool_filter,
+        untrusted_filter=untrusted_filter,
+        memory_for=lambda agent_id: memory_for(gw, agent_id),
+        on_session_run=lambda key: session_started(gw, key),
+        audit=gw.audit_log if observed.audit.enabled else None,
+        raw_stream=gw.raw_stream_log if observed.raw_stream else None,
+        system_events=gw.heartbeats.events.drain,
+        sandbox_for=sandbox_for,
+        bootstrap_hook=bootstrap_hook,
+        on_run_start=gw.journal.mark_started,
+        skill_dirs=lambda: plugin_skill_dirs(gw),
+        tool_prepare=lambda agent_id: prepare_tools(gw, agent_id),
+    )
+    return AgentRuntime(
+        config=lambda: gw.config,
+        sessions=gw.sessions,
+        models=gw.models,
+        tools=gw.tools,
+        lanes=gw.lanes,
+        state_dir=gw.paths.state_dir,
+        on_event=gw.run_events,
+        wiring=wiring,
+        hooks=gw.hooks,
+        spawn=gw.spawn,
+        approve=approve_tool_call(gw),
+        injections=gw.injections,
+    )
