@@ -204,12 +204,13 @@ async def test_collect_batches_never_mix_a_stranger_with_the_owner(tmp_path: Pat
         await dispatched(gw, 3)
         gw.call_soon(slow.set)
         await wait_for(lambda: len(fake.texts_to(OWNER)) == 2 and fake.texts_to(STRANGER), what="all answers")
-        for r in provider.requests:
-            last = last_user_text(r)
-            if "stranger two" in last:
-                assert "owner three" not in last and tool_names(r) == []
-            if "owner three" in last:
-                assert "stranger two" not in last and "exec" in tool_names(r)
+        theirs = [r for r in provider.requests if "stranger two" in last_user_text(r)]
+        mine = [r for r in provider.requests if "owner three" in last_user_text(r)]
+        assert theirs and mine  # both were answered, each by requests of its own
+        for r in theirs:
+            assert "owner three" not in last_user_text(r) and tool_names(r) == []
+        for r in mine:
+            assert "stranger two" not in last_user_text(r) and "exec" in tool_names(r)
 
 
 async def test_a_stranger_cannot_fill_the_disk_with_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from homarus.errors import NotFound
 from homarus.security.tool_policy import LayerSpec, PolicyInputs, ToolPolicy
 
 if TYPE_CHECKING:
@@ -22,11 +23,17 @@ def stranger_grant(gw: GatewayContext, req: RunRequest) -> tuple[str, ...] | Non
     raw = origin.get("target")
     target: dict[str, Any] = raw if isinstance(raw, dict) else {}
     channel = str(target.get("channel") or req.channel or "")
-    cfg = gw.config.channels.configured().get(channel) if gw.config.present("channels") else None
+    if not gw.config.present("channels"):
+        return None
+    manager = gw.channels.manager  # the account settings the run's channel already resolves
+    cfg = manager.channel_config(channel)
     if cfg is None:
         return None
-    account = str(target.get("accountId") or cfg.primary_account)
-    granted = cfg.account(account).get("stranger_tools")
+    try:
+        settings = manager.settings(channel, str(target.get("accountId") or cfg.primary_account))
+    except NotFound:  # the account was removed since the message came in: nothing granted
+        return None
+    granted = settings.get("stranger_tools")
     return tuple(granted) if granted else None
 
 
