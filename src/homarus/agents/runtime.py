@@ -104,18 +104,15 @@ class AgentRuntime:
         active = self.runs.for_session(key)
         if active is None:
             return await self.run(req)
-        if active.trust != req.trust:
-            if mode == "collect":
-                return await self._collect_into(req)  # batches are per trust as well
-            return await self.run(req)  # a followup of its own, whatever the mode says
-        if mode == "interrupt":
+        same_trust = active.trust == req.trust
+        if same_trust and mode == "interrupt":
             self.abort(key, origin="interrupt")
             self.lanes.clear(f"session:{key}")
             return await self.run(req)
         waiting = self.lanes.waiting(f"session:{key}")
         # steering a message into the run while earlier ones still wait their turn would answer it
         # before them: it waits behind them instead (as a followup)
-        if mode == "steer" and not waiting and not active.compacting and not active.abort.is_set():
+        if same_trust and mode == "steer" and not waiting and not active.compacting and not active.abort.is_set():
             await self._starting(active.run_id, [req.run_id])
             message = UserMessage(request_content(req))
             active.owners[id(message)] = req.run_id  # written under its own run id (recovery reads it)
@@ -125,8 +122,8 @@ class AgentRuntime:
         if waiting >= cfg.messages.queue.cap and cfg.messages.queue.drop == "new":
             raise Unavailable(f"session queue is full ({waiting} waiting); message dropped", retryable=True)
         if mode == "collect":
-            return await self._collect_into(req)
-        return await self.run(req)
+            return await self._collect_into(req)  # batches are per trust as well
+        return await self.run(req)  # a followup of its own (another trust: whatever the mode says)
 
     async def _collect_into(self, req: RunRequest) -> RunOutcome:
         key = req.session_key.canonical
