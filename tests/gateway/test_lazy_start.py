@@ -37,7 +37,7 @@ MUST_STAY_LAZY = (
     "homarus.gateway.http.session_history",
     "homarus.gateway.services.agent_runtime",
     "homarus.gateway.services.memory",
-    "homarus.gateway.services.cron",
+    "homarus.usecases.cron",
     "homarus.gateway.services.tooling",
     "homarus.config.memory",
     "homarus.config.sandbox",

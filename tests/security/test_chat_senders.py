@@ -217,7 +217,7 @@ async def test_a_stranger_cannot_fill_the_disk_with_files(tmp_path: Path, monkey
     """Attack (point 7): a non-owner's files landed in the shared workspace with no quota.
     Expected: their session's media directory holds at most the quota (made small here); the
     owner's files are not counted against it."""
-    monkeypatch.setattr("homarus.gateway.services.channel_media.STRANGER_MEDIA_QUOTA", 3000)
+    monkeypatch.setattr("homarus.usecases.chat.media.STRANGER_MEDIA_QUOTA", 3000)
     with shared_assistant(tmp_path) as (gw, fake, _provider):
         for n in range(3):
             fake.user_message(STRANGER, None, document_file=(f"f{n}.txt", b"x" * 1200, "text/plain"), caption=f"{n}")

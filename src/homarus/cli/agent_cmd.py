@@ -146,7 +146,7 @@ async def _in_process(paths: StatePaths, params: dict[str, Any], printer: _Print
     from homarus.agents.request import RunRequest
     from homarus.gateway.app import GatewayOptions
     from homarus.gateway.server import build_gateway
-    from homarus.gateway.services.runs import final_payload
+    from homarus.usecases.runs import final_payload
 
     gateway = build_gateway(paths, GatewayOptions())
     try:

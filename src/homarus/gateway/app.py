@@ -26,8 +26,7 @@ from homarus.gateway.services.auth import GatewayAuth
 from homarus.gateway.services.build import SERVICES, LazyServices
 from homarus.gateway.services.health import HealthCache
 from homarus.gateway.services.loop_health import LoopHealth
-from homarus.gateway.services.run_recovery import Recovery, recover_runs, resubmit
-from homarus.gateway.services.warm import settle_heap
+from homarus.gateway.services.warm import runs_ready, settle_heap
 from homarus.gateway.ws.hub import WSHub
 from homarus.gateway.ws.presence import Presence
 from homarus.memory import has_memory_files
@@ -36,6 +35,7 @@ from homarus.protocol.limits import CloseCode
 from homarus.queue.dedupe import DedupeCache
 from homarus.queue.lanes import LaneQueue
 from homarus.security.ratelimit import SlidingWindowBudget
+from homarus.usecases.recovery import Recovery, recover_runs, resubmit
 
 if TYPE_CHECKING:
     from homarus.config.paths import StatePaths
@@ -116,10 +116,8 @@ class Gateway(LazyServices):
         if self.built("channels") and self.channels.started:
             _ = self.spawn(self.channels.manager.reconcile())
         elif self._serving and not self.built("channels") and self.config.present("channels"):
-            from homarus.gateway.services.channels import start_channels
-
             _ = self.channels  # built now, so a second change before it started does not start it twice
-            _ = self.spawn(start_channels(self))
+            _ = self.spawn(self._start_channels())
         if self.built("mcp"):
             _ = self.spawn(self.mcp.reconcile(self.config.mcp))
         elif self._serving and self.config.present("mcp"):
@@ -128,6 +126,12 @@ class Gateway(LazyServices):
             for conn in list(self.connections.values()):
                 conn.close(CloseCode.AUTH_CHANGED, "gateway auth changed")
 
+    async def _start_channels(self) -> None:
+        await self.channels.start()
+        # a chat owner is a way to reach an operator (the approvals' builder adds it when built later)
+        if self.built("exec_approvals") and self.channels not in self.exec_approvals.routes:
+            self.exec_approvals.routes.append(self.channels)
+
     # -- behaviour the parts share -------------------------------------------------------------------
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coro`` in the background; the gateway keeps a reference and reaps it."""
@@ -135,6 +139,9 @@ class Gateway(LazyServices):
         self._background.add(task)
         task.add_done_callback(self._background.discard)
         return task
+
+    async def runs_ready(self) -> None:
+        await runs_ready()
 
     def health_summary(self, *, probe: bool = False) -> dict[str, Any]:
         return {**self._health.summary(probe=probe), "eventLoop": self.loop_health.snapshot()}
@@ -153,7 +160,7 @@ class Gateway(LazyServices):
         self._tasks.append(asyncio.create_task(self._tick_loop()))
         self.heartbeats.start()
         if self.config.cron.store_path(self.paths.state_dir).exists():
-            from homarus.gateway.services.cron import start_cron
+            from homarus.usecases.cron import start_cron
 
             self.__dict__["cron"] = await start_cron(self, self.recovery)
         elif self.recovery.cron:
@@ -163,9 +170,7 @@ class Gateway(LazyServices):
         if self.config.present("mcp"):
             _ = self.spawn(self.mcp.start_eager())  # eager servers come up beside the gateway, not before it
         if self.config.present("channels"):
-            from homarus.gateway.services.channels import start_channels
-
-            await start_channels(self)
+            await self._start_channels()
         self._log_security_findings()
         await resubmit(self, self.recovery)
         settle_heap()  # what start-up made lives as long as the gateway
@@ -221,7 +226,7 @@ class Gateway(LazyServices):
             with contextlib.suppress(TimeoutError):  # the hook's own 5 s timeout bounds each handler
                 await asyncio.wait_for(self.hooks.void("gateway_stop", GatewayStopEvent(reason)), 6.0)
         if self.built("cron"):
-            from homarus.gateway.services.cron import stop_cron
+            from homarus.usecases.cron import stop_cron
 
             await stop_cron(self.cron)
         self.lanes.drain()
@@ -242,9 +247,7 @@ class Gateway(LazyServices):
         if self.built("browser"):
             await self.browser.stop()
         if self.built("channels"):
-            from homarus.gateway.services.channels import stop_channels
-
-            await stop_channels(self)
+            await self.channels.stop()
         for task in self._tasks:
             task.cancel()
         await self.loop_health.stop()

@@ -14,9 +14,10 @@ import asyncio
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from homarus.protocol.limits import MAX_BUFFERED_BYTES, TICK_INTERVAL_MS
+from homarus.usecases.ports import WakeMode
 
 if TYPE_CHECKING:
     from homarus.agents.runtime import AgentRuntime
@@ -30,14 +31,10 @@ if TYPE_CHECKING:
     from homarus.gateway.router import MethodRegistry
     from homarus.gateway.services.auth import GatewayAuth
     from homarus.gateway.services.build import Extensions
-    from homarus.gateway.services.channels import ChannelService
     from homarus.gateway.services.exec_approvals import ExecApprovals
-    from homarus.gateway.services.heartbeat import Heartbeats
     from homarus.gateway.services.loop_health import LoopHealth
     from homarus.gateway.services.memory import MemoryHub
     from homarus.gateway.services.policy import ToolAccess
-    from homarus.gateway.services.run_events import RunEvents
-    from homarus.gateway.services.run_recovery import Recovery
     from homarus.gateway.ws.presence import Presence
     from homarus.mcp.hub import McpHub
     from homarus.plugins.hookmd import HookMdRunner
@@ -56,10 +53,12 @@ if TYPE_CHECKING:
     from homarus.tools.base import ToolRegistry
     from homarus.tools.process import HostBackend
     from homarus.tools.sandbox_sessions import SandboxSessions
+    from homarus.usecases.chat.service import ChannelService
+    from homarus.usecases.heartbeat import Heartbeats
+    from homarus.usecases.recovery import Recovery
+    from homarus.usecases.run_events import RunEvents
 
 __all__ = ["GatewayContext", "GatewayOptions", "WakeMode"]
-
-WakeMode = Literal["now", "next-heartbeat"]
 
 
 @dataclass(slots=True)
@@ -146,6 +145,10 @@ class GatewayContext(Protocol):
     # -- behaviour ------------------------------------------------------------------------------
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coro`` in the background; the gateway keeps a reference and reaps it."""
+        ...
+
+    async def runs_ready(self) -> None:
+        """Return once the modules a run needs are imported (``services/warm.py``)."""
         ...
 
     def workspace_dir(self, agent_id: str) -> Path:

@@ -16,11 +16,11 @@ import pytest
 
 from homarus.cli import cron_cmd
 from homarus.cron.service import CronService
-from homarus.gateway.services.cron import stop_cron
 from homarus.plugins.events import CronChangedEvent
 from homarus.plugins.runner import HookRegistration
 from homarus.providers.scripted import Reply, ScriptedProvider
 from homarus.security.scopes import READ
+from homarus.usecases.cron import stop_cron
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.wsclient import Client, open_client
 

@@ -26,14 +26,14 @@ import json
 import os
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from homarus.config.automation import HookMapping
 from homarus.errors import InvalidRequest
+from homarus.usecases.webhooks import HookAction
 
-__all__ = ["HookAction", "MappingFailed", "TransformLoader", "match_mapping", "render", "resolve_action"]
+__all__ = ["MappingFailed", "TransformLoader", "match_mapping", "render", "resolve_action"]
 
 _TEMPLATE = re.compile(r"\{\{\s*([^{}]{1,200}?)\s*\}\}")
 _SEGMENT = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -44,23 +44,6 @@ TRANSFORM_TIMEOUT_S: Final = 10.0
 
 class MappingFailed(Exception):
     """The mapping (a transform or its result) failed: a 500 ``hook mapping failed``; details are logged."""
-
-
-@dataclass(slots=True)
-class HookAction:
-    kind: str  # agent | wake | ignore
-    message: str = ""
-    text: str = ""
-    mode: str = "now"
-    name: str = "Hook"
-    agent_id: str | None = None
-    session_key: str | None = None
-    deliver: bool = True
-    allow_unsafe: bool = False
-    model: str | None = None
-    thinking: str | None = None
-    timeout_seconds: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _lookup(root: Any, expr: str) -> Any:

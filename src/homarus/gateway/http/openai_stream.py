@@ -29,9 +29,9 @@ from starlette.types import Receive, Scope, Send
 
 from homarus.agents.request import RunRequest
 from homarus.agents.runs import RunOutcome
-from homarus.gateway.services.runs import run_and_finish, start_run
-from homarus.gateway.services.session_events import emit_session_changed
 from homarus.security.scopes import READ
+from homarus.usecases.runs import run_and_finish, start_run
+from homarus.usecases.session_events import emit_session_changed
 
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext

@@ -16,12 +16,12 @@ from pydantic import Field
 from homarus.agents.request import RunRequest
 from homarus.errors import InvalidRequest, Unavailable
 from homarus.gateway.router import MethodCall, Params
-from homarus.gateway.services.plugins import run_command
-from homarus.gateway.services.runs import RunFailed, final_payload, queue_position, run_and_finish, start_run
-from homarus.gateway.services.session_events import emit_session_changed
 from homarus.gateway.services.warm import runs_ready
 from homarus.protocol.compat import INTERNAL, Unsupported, compat_params
 from homarus.security.scopes import ADMIN
+from homarus.usecases.commands import run_command
+from homarus.usecases.runs import RunFailed, final_payload, queue_position, run_and_finish, start_run
+from homarus.usecases.session_events import emit_session_changed
 
 if TYPE_CHECKING:
     from homarus.queue.journal import RunRecord

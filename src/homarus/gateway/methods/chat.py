@@ -12,16 +12,15 @@ from pydantic import Field
 from homarus.agents.request import QueueMode, RunRequest
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
-from homarus.gateway.services.chat_commands import core_command
 from homarus.gateway.services.inbound import sanitize_message
-from homarus.gateway.services.plugins import run_command
-from homarus.gateway.services.runs import queue_position, run_and_finish, start_run
-from homarus.gateway.services.session_events import emit_session_changed
 from homarus.gateway.services.warm import runs_ready
 from homarus.messages import AssistantMessage, TextContent
 from homarus.protocol.compat import NO_BRANCHES, NO_FAST_MODE, NO_PERMISSION_MODES, ORIGIN_ONLY, compat_params
 from homarus.security.scopes import READ
 from homarus.sessions.keys import SessionKey
+from homarus.usecases.commands import core_command, run_command
+from homarus.usecases.runs import queue_position, run_and_finish, start_run
+from homarus.usecases.session_events import emit_session_changed
 
 __all__: list[str] = []
 
@@ -108,7 +107,8 @@ async def chat_send(call: MethodCall, p: ChatSendParams) -> dict[str, Any]:
         return {"ok": True, "aborted": bool(run_ids), "runIds": run_ids}
     run_id = p.idempotency_key
     gw.bus.own_run(run_id, call.client.conn_id)  # a targeted client gets this run's events
-    reply = core_command(gw, call.client, message.strip()) if commands else None
+    by = call.client.display_name or call.client.client_id or "chat"
+    reply = core_command(gw, call.client.scopes, by, message.strip()) if commands else None
     if reply is None and commands:
         reply = await run_command(gw, message.strip(), key.canonical)
     if reply is not None:  # a chat command answers without a model run

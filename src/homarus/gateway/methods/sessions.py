@@ -15,7 +15,6 @@ from pydantic import Field
 
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
-from homarus.gateway.services.session_events import emit_session_changed
 from homarus.plugins import events as ev
 from homarus.protocol.compat import (
     NO_BOARDS,
@@ -32,6 +31,7 @@ from homarus.security.scopes import ADMIN, require_scope
 from homarus.sessions.entry import SessionEntry, SessionPatch
 from homarus.sessions.manager import SessionManager
 from homarus.sessions.views import preview_items, session_row, visible_messages
+from homarus.usecases.session_events import emit_session_changed
 
 __all__: list[str] = []
 

@@ -17,12 +17,9 @@ if TYPE_CHECKING:
     from homarus.browser.manager import BrowserHub
     from homarus.cron.service import CronService
     from homarus.gateway.context import GatewayContext
-    from homarus.gateway.services.channels import ChannelService
     from homarus.gateway.services.exec_approvals import ExecApprovals
-    from homarus.gateway.services.heartbeat import Heartbeats
     from homarus.gateway.services.memory import MemoryHub
     from homarus.gateway.services.policy import ToolAccess
-    from homarus.gateway.services.run_events import RunEvents
     from homarus.mcp.hub import McpHub
     from homarus.plugins.hookmd import HookMdRunner
     from homarus.plugins.injections import InjectionQueue
@@ -37,6 +34,9 @@ if TYPE_CHECKING:
     from homarus.tools.base import ToolRegistry
     from homarus.tools.process import HostBackend
     from homarus.tools.sandbox_sessions import SandboxSessions
+    from homarus.usecases.chat.service import ChannelService
+    from homarus.usecases.heartbeat import Heartbeats
+    from homarus.usecases.run_events import RunEvents
 
 __all__ = ["SERVICES", "Extensions", "LazyServices"]
 
@@ -124,7 +124,7 @@ def extensions(gw: GatewayContext) -> Extensions:
 
 
 def core_command_names() -> frozenset[str]:
-    from homarus.gateway.services.chat_commands import CORE_COMMANDS
+    from homarus.usecases.commands import CORE_COMMANDS
 
     return CORE_COMMANDS
 
@@ -168,13 +168,13 @@ def runtime(gw: GatewayContext) -> AgentRuntime:
 
 
 def run_events(gw: GatewayContext) -> RunEvents:
-    from homarus.gateway.services.run_events import RunEvents
+    from homarus.usecases.run_events import RunEvents
 
-    return RunEvents(gw)
+    return RunEvents(gw.bus, gw.dedupe)
 
 
 def heartbeats(gw: GatewayContext) -> Heartbeats:
-    from homarus.gateway.services.heartbeat import Heartbeats
+    from homarus.usecases.heartbeat import Heartbeats
 
     return Heartbeats(gw)
 
@@ -186,7 +186,7 @@ def memory(gw: GatewayContext) -> MemoryHub:
 
 
 def cron(gw: GatewayContext) -> CronService:
-    from homarus.gateway.services.cron import build_cron
+    from homarus.usecases.cron import build_cron
 
     service = build_cron(gw)
     service.scheduler.start_now()
@@ -215,9 +215,9 @@ def devices(gw: GatewayContext) -> DeviceStore:
 
 
 def channels(gw: GatewayContext) -> ChannelService:
-    from homarus.gateway.services.channels import build_channels
+    from homarus.usecases.chat.service import ChannelService
 
-    return build_channels(gw)
+    return ChannelService(gw)
 
 
 def browser(gw: GatewayContext) -> BrowserHub:

@@ -1,4 +1,5 @@
-"""Plugins → gateway: their methods, chat commands, model providers and next-turn injections.
+"""Plugins → gateway: their methods, model providers and next-turn injections (their chat commands
+run through ``usecases/commands.py``).
 
 Every surface a plugin registered is mounted here (HTTP routes: ``http/plugin_routes.py``); a
 clash with a core name is a diagnostic on that plugin, never a silent override.
@@ -6,7 +7,6 @@ clash with a core name is a diagnostic on that plugin, never a silent override.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from typing import TYPE_CHECKING, Any
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from homarus.plugins.registry import NextTurnInjection, PluginRegistry
     from homarus.providers.registry import ModelRegistry
 
-__all__ = ["add_plugin_providers", "install_plugins", "log_diagnostics", "run_command"]
+__all__ = ["add_plugin_providers", "install_plugins", "log_diagnostics"]
 
 log = logging.getLogger("homarus.gateway")
 
@@ -66,24 +66,6 @@ def add_plugin_providers(gateway: GatewayContext, registry: PluginRegistry, mode
             )
             continue
         models.add_plugin_provider(provider.provider_id, provider.provider, provider.models)
-
-
-async def run_command(gateway: GatewayContext, text: str, session_key: str) -> str | None:
-    """Run ``/name args`` if a plugin registered ``name``; returns its reply (None = not a command)."""
-    if not text.startswith("/") or not gateway.built("extensions"):
-        return None  # plugins that register commands are loaded at start
-    name, _, args = text[1:].partition(" ")
-    command = gateway.plugins.commands.get(name.strip().lower())
-    if command is None:
-        return None
-    ctx = {"sessionKey": session_key, "pluginId": command.plugin_id}
-    try:
-        result = command.handler(args.strip(), ctx)
-        if inspect.isawaitable(result):
-            result = await asyncio.wait_for(result, 30.0)
-    except Exception as exc:  # a failing command answers with its error, the chat goes on
-        return f"/{name} failed: {exc}"
-    return "" if result is None else str(result)
 
 
 def log_diagnostics(registry: PluginRegistry) -> None:

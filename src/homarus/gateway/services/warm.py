@@ -29,7 +29,7 @@ RUN_MODULES = (
     "homarus.plugins.injections",
     "homarus.gateway.services.memory_access",
     "homarus.gateway.services.policy",
-    "homarus.gateway.services.run_events",
+    "homarus.usecases.run_events",
 )
 
 

@@ -18,21 +18,22 @@ import contextlib
 import hashlib
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from homarus.agents.runs import RunOutcome
 from homarus.channels.chunking import chunk_text
 from homarus.channels.model import OutboundMessage, Target
-from homarus.gateway.services.runs import final_payload, record_end, run_to_outcome
 from homarus.plugins import events as ev
 from homarus.security.external_content import wrap_external_content
+from homarus.usecases.runs import RunHost, final_payload, record_end, run_to_outcome
 
 if TYPE_CHECKING:
     from homarus.agents.request import RunRequest
     from homarus.channels.model import InboundMessage
-    from homarus.gateway.context import GatewayContext
+    from homarus.plugins.runner import HookRunner
+    from homarus.usecases.chat.service import ChannelService
 
-__all__ = ["KIND", "compose_prompt", "run_and_deliver", "run_id_for"]
+__all__ = ["KIND", "ChatRunHost", "compose_prompt", "run_and_deliver", "run_id_for"]
 
 log = logging.getLogger("homarus.channels")
 
@@ -41,6 +42,13 @@ TYPING_EVERY_S: Final = 4.0
 #: a reply this quick needs no typing indicator (and the request would only delay it)
 TYPING_AFTER_S: Final = 0.25
 ERROR_TEXT: Final = "Sorry, something went wrong while answering ({reason}). Please try again."
+
+
+class ChatRunHost(RunHost, Protocol):
+    """What a chat run uses: the run services, the channels (typing, the outbox), the send hooks."""
+
+    channels: ChannelService
+    hooks: HookRunner
 
 
 def run_id_for(first: InboundMessage) -> str:
@@ -82,51 +90,51 @@ def _origin(req: RunRequest) -> dict[str, Any]:
     return req.origin if isinstance(req.origin, dict) else {}
 
 
-async def _typing(gw: GatewayContext, target: Target, run_id: str) -> None:
+async def _typing(host: ChatRunHost, target: Target, run_id: str) -> None:
     """The typing indicator while the run works: not while it waits for its turn (a chat with ten
     messages queued, a hundred chats waiting for a model slot), which would only flood the platform."""
     while True:
         await asyncio.sleep(TYPING_AFTER_S)
-        if gw.runtime.runs.by_run_id(run_id) is None:
+        if host.runtime.runs.by_run_id(run_id) is None:
             continue
-        account = gw.channels.manager.account_for_target(target)
+        account = host.channels.manager.account_for_target(target)
         if account is not None:
             with contextlib.suppress(Exception):
                 await account.typing(target)
         await asyncio.sleep(TYPING_EVERY_S - TYPING_AFTER_S)
 
 
-async def run_and_deliver(gw: GatewayContext, req: RunRequest) -> RunOutcome:
+async def run_and_deliver(host: ChatRunHost, req: RunRequest) -> RunOutcome:
     """Run ``req`` (already journaled), put its reply in the outbox, then record its end."""
     origin = _origin(req)
     target = Target.from_json(origin["target"])
-    gw.channels.active_runs[req.run_id] = origin
-    typing = asyncio.create_task(_typing(gw, target, req.run_id))
+    host.channels.active_runs[req.run_id] = origin
+    typing = asyncio.create_task(_typing(host, target, req.run_id))
     try:
-        outcome = await run_to_outcome(gw, req)
+        outcome = await run_to_outcome(host, req)
     finally:
         typing.cancel()
-        gw.channels.active_runs.pop(req.run_id, None)
+        host.channels.active_runs.pop(req.run_id, None)
     if outcome.run_id == req.run_id:  # a folded run's answer is its host's: the host delivers it
-        await _enqueue_reply(gw, req, target, origin, outcome)
-    await record_end(gw, KIND, req.run_id, outcome.status, final_payload(outcome), outcome)
+        await _enqueue_reply(host, req, target, origin, outcome)
+    await record_end(host, KIND, req.run_id, outcome.status, final_payload(outcome), outcome)
     return outcome
 
 
 async def _enqueue_reply(
-    gw: GatewayContext, req: RunRequest, target: Target, origin: dict[str, Any], outcome: RunOutcome
+    host: ChatRunHost, req: RunRequest, target: Target, origin: dict[str, Any], outcome: RunOutcome
 ) -> None:
     reply_to = origin.get("replyTo") if origin.get("chatKind") != "direct" else None
     text: str | None = None
     if outcome.status == "ok" and not outcome.silent and outcome.text.strip():
-        text = await _outgoing(gw, req, target, outcome.text, reply_to)
+        text = await _outgoing(host, req, target, outcome.text, reply_to)
     elif outcome.status in ("error", "timeout"):
         reason = "it took too long" if outcome.status == "timeout" else (outcome.error or "error")[:200]
         text = ERROR_TEXT.format(reason=reason)
     if not text:
         return
-    spec = gw.channels.manager.specs.get(target.channel)
-    settings = gw.channels.manager.settings(target.channel, target.account_id)
+    spec = host.channels.manager.specs.get(target.channel)
+    settings = host.channels.manager.settings(target.channel, target.account_id)
     limit = int(settings.get("text_chunk_limit") or (spec.capabilities.text_limit if spec else 4000))
     chunks = chunk_text(text, limit)
     pieces = [
@@ -134,14 +142,14 @@ async def _enqueue_reply(
         for i, chunk in enumerate(chunks)
     ]
     await asyncio.to_thread(
-        gw.channels.manager.outbox.enqueue, pieces, run_id=req.run_id, session_key=req.session_key.canonical
+        host.channels.manager.outbox.enqueue, pieces, run_id=req.run_id, session_key=req.session_key.canonical
     )
-    gw.channels.manager.delivery.poke()
+    host.channels.manager.delivery.poke()
 
 
-async def _outgoing(gw: GatewayContext, req: RunRequest, target: Target, text: str, reply_to: str | None) -> str | None:
+async def _outgoing(host: ChatRunHost, req: RunRequest, target: Target, text: str, reply_to: str | None) -> str | None:
     """``message_sending`` then ``reply_payload_sending``: the text to send, or None (cancelled)."""
-    hooks = gw.hooks
+    hooks = host.hooks
     ctx = ev.HookContext(agent_id=req.session_key.agent_id, session_key=req.session_key.canonical, run_id=req.run_id)
     to = f"{target.channel}:{target.chat_id}"
     if hooks.has("message_sending"):

@@ -23,13 +23,28 @@ import time
 import uuid
 from collections import deque
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from homarus.config.values import parse_duration_ms
 from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
-    from homarus.gateway.context import GatewayContext, WakeMode
+    from homarus.plugins.runner import HookRunner
+    from homarus.sessions.manager import SessionManager
+    from homarus.usecases.ports import Publisher, WakeMode
+    from homarus.usecases.runs import RunHost
+
+    class HeartbeatHost(RunHost, Protocol):
+        """What a heartbeat uses: the run services, the main session, the plugins' prompt hooks."""
+
+        sessions: SessionManager
+        hooks: HookRunner
+
+        @property
+        def bus(self) -> Publisher: ...
+        def built(self, service: str) -> bool: ...
+        def workspace_dir(self, agent_id: str) -> Path: ...
+
 
 __all__ = [
     "ACK_WORD",
@@ -106,8 +121,8 @@ class SystemEvents:
 
 
 class Heartbeats:
-    def __init__(self, gateway: GatewayContext) -> None:
-        self.gateway = gateway
+    def __init__(self, host: HeartbeatHost) -> None:
+        self.host = host
         self.enabled = True
         self.last: dict[str, Any] | None = None
         self._now = asyncio.Event()
@@ -118,11 +133,11 @@ class Heartbeats:
 
     # -- config -------------------------------------------------------------------------------------
     def interval_s(self) -> float:
-        every = self.gateway.config.agents.defaults.heartbeat.every
+        every = self.host.config.agents.defaults.heartbeat.every
         return 0.0 if every in ("0", "off") else parse_duration_ms(every) / 1000
 
     def main_key(self, agent_id: str | None = None) -> str:
-        cfg = self.gateway.config
+        cfg = self.host.config
         agent = agent_id if agent_id in cfg.agents.ids else cfg.agents.default_id
         return f"agent:{agent}:{cfg.session.main_key}"
 
@@ -172,33 +187,33 @@ class Heartbeats:
                 next_due = time.monotonic() + (interval or 3600)
 
     def _busy_retry_s(self) -> float:
-        return parse_duration_ms(self.gateway.config.agents.defaults.heartbeat.busy_retry) / 1000
+        return parse_duration_ms(self.host.config.agents.defaults.heartbeat.busy_retry) / 1000
 
     # -- one heartbeat ------------------------------------------------------------------------------
     async def run_once(self, reason: str = "manual") -> dict[str, Any]:
         # the run machinery is imported by the first heartbeat, not by a gateway that only waits for it
         from homarus.agents.request import RunRequest
-        from homarus.gateway.services.runs import run_and_finish, start_run
+        from homarus.usecases.runs import run_and_finish, start_run
 
-        gw = self.gateway
-        key = gw.sessions.resolve_key(self.main_key())
+        host = self.host
+        key = host.sessions.resolve_key(self.main_key())
         if not self.enabled:
             return self._record({"status": "skipped", "reason": "disabled"})
-        if gw.built("runtime") and gw.runtime.runs.for_session(key.canonical) is not None:
+        if host.built("runtime") and host.runtime.runs.for_session(key.canonical) is not None:
             return self._record({"status": "skipped", "reason": "busy"})
-        workspace = gw.workspace_dir(key.agent_id)
+        workspace = host.workspace_dir(key.agent_id)
         pending = self.events.pending(key.canonical)
         if not pending and heartbeat_file_empty(workspace / "HEARTBEAT.md") and reason == "interval":
             return self._record({"status": "skipped", "reason": "empty-heartbeat-file"})
-        cfg = gw.config.agents.defaults.heartbeat
-        before = await asyncio.to_thread(gw.sessions.get, key)
+        cfg = host.config.agents.defaults.heartbeat
+        before = await asyncio.to_thread(host.sessions.get, key)
         run_id = f"heartbeat-{uuid.uuid4()}"
         message = await self._prompt(cfg.prompt or DEFAULT_PROMPT, key.canonical, key.agent_id, run_id)
         origin = {"kind": "heartbeat", "reason": reason}
         req = RunRequest(run_id=run_id, session_key=key, message=message, trigger="heartbeat", origin=origin)
-        await start_run(gw, req, "heartbeat", {"reason": reason})
+        await start_run(host, req, "heartbeat", {"reason": reason})
         started = time.monotonic()
-        outcome = await run_and_finish(gw, req, "heartbeat")
+        outcome = await run_and_finish(host, req, "heartbeat")
         text, ack = strip_token(outcome.text, cfg.ack_max_chars)
         record: dict[str, Any] = {
             "runId": run_id,
@@ -211,17 +226,17 @@ class Heartbeats:
         if ack or outcome.silent:
             if before is not None:  # an acknowledgement does not make the session look active
                 updated = before.entry.updated_at
-                await asyncio.to_thread(gw.sessions.update_entry, key, {"updatedAt": updated}, touch=False)
+                await asyncio.to_thread(host.sessions.update_entry, key, {"updatedAt": updated}, touch=False)
             return self._record({**record, "status": "ok-token"})
         return self._record({**record, "status": "sent", "preview": text[:200], "text": text})
 
     async def _prompt(self, prompt: str, session_key: str, agent_id: str, run_id: str) -> str:
         """The heartbeat prompt with what ``heartbeat_prompt_contribution`` plugins add around it."""
-        if not self.gateway.built("hooks") or not self.gateway.hooks.has("heartbeat_prompt_contribution"):
+        if not self.host.built("hooks") or not self.host.hooks.has("heartbeat_prompt_contribution"):
             return prompt
         from homarus.plugins import events as ev
 
-        hooks = self.gateway.hooks
+        hooks = self.host.hooks
         ctx = ev.HookContext(agent_id=agent_id, session_key=session_key, run_id=run_id, trigger="heartbeat")
         event = ev.HeartbeatPromptContributionEvent(session_key, agent_id, "heartbeat", context=ctx)
         outcome = await hooks.modify("heartbeat_prompt_contribution", event)
@@ -232,5 +247,5 @@ class Heartbeats:
     def _record(self, outcome: dict[str, Any]) -> dict[str, Any]:
         event = {"ts": int(time.time() * 1000), **outcome}
         self.last = event
-        self.gateway.bus.broadcast("heartbeat", event, droppable=True)
+        self.host.bus.broadcast("heartbeat", event, droppable=True)
         return event

@@ -11,8 +11,8 @@ import pytest
 
 from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
-from homarus.gateway.services.run_recovery import RULES, recover_runs
 from homarus.messages import AssistantMessage, ToolCall, UserMessage
+from homarus.usecases.recovery import RULES, recover_runs
 from tests.conftest import make_paths
 
 

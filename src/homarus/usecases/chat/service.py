@@ -1,6 +1,6 @@
-"""Chat channels on the gateway: the channel layer composed with runs, hooks, approvals and the egress.
+"""The chat pipeline: the channel layer composed with runs, hooks, approvals and the egress.
 
-Built on first use (``gw.channels``) and started at gateway start when the config has a
+Built on first use (the gateway's ``channels``) and started at gateway start when the config has a
 ``channels`` section. :class:`ChannelService` owns the :class:`ChannelManager` (accounts, inbox,
 outbox, pairing, the sender), the inbound dispatcher and the chat commands, and is what the
 ``channels.*`` / ``send`` methods, the ``message`` tool and the webhook route talk to.
@@ -12,30 +12,35 @@ import asyncio
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
 
 from homarus.agents.request import RunRequest
 from homarus.channels.manager import ChannelManager
 from homarus.channels.model import OutboundMessage, Target
 from homarus.errors import InvalidRequest, NotFound, Unavailable
-from homarus.gateway.services.channel_commands import ChannelCommands
-from homarus.gateway.services.channel_inbound import InboundDispatcher
-from homarus.gateway.services.channel_media import fetch_media
-from homarus.gateway.services.channel_runs import KIND, compose_prompt, run_and_deliver, run_id_for
-from homarus.gateway.services.runs import start_run
 from homarus.plugins import events as ev
+from homarus.usecases.chat.commands import ChannelCommands, CommandsHost
+from homarus.usecases.chat.inbound import InboundDispatcher
+from homarus.usecases.chat.media import fetch_media
+from homarus.usecases.chat.runs import KIND, ChatRunHost, compose_prompt, run_and_deliver, run_id_for
+from homarus.usecases.ports import Spawner
+from homarus.usecases.runs import start_run
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from homarus.channels.access import Decision
     from homarus.channels.inbox import InboxRow
     from homarus.channels.model import SendReceipt
     from homarus.channels.outbox import OutboxRow
     from homarus.channels.routing import Route
-    from homarus.gateway.context import GatewayContext
+    from homarus.config.paths import StatePaths
     from homarus.security.approvals import ApprovalRecord
+    from homarus.security.ssrf import GuardedClient
+    from homarus.usecases.ports import Publisher
 
-__all__ = ["ChannelService", "build_channels", "start_channels", "stop_channels"]
+__all__ = ["ChannelService", "ChatHost"]
 
 log = logging.getLogger("homarus.channels")
 
@@ -46,17 +51,34 @@ APPROVAL_TEXT: Final = (
 )
 
 
+class ChatHost(ChatRunHost, CommandsHost, Spawner, Protocol):
+    """What the chat pipeline uses, from a committed message to its reply: the run services, the
+    owner commands' services, the plugins (channels, hooks), the guarded egress (attachments), the
+    agent's workspace (where they land) and the event bus (pairing requests)."""
+
+    paths: StatePaths
+    web_client: GuardedClient
+
+    @property
+    def bus(self) -> Publisher: ...
+    def workspace_dir(self, agent_id: str) -> Path: ...
+
+
 class ChannelService:
-    def __init__(self, gw: GatewayContext) -> None:
-        self.gw = gw
-        specs = {channel_id: registered.spec for channel_id, registered in gw.plugins.channels.items()}
+    def __init__(self, host: ChatHost) -> None:
+        self.host = host
+        specs = {channel_id: registered.spec for channel_id, registered in host.plugins.channels.items()}
         self.manager = ChannelManager(
-            state_dir=gw.paths.state_dir, specs=specs, config=lambda: gw.config, fetch=self._fetch, env=dict(os.environ)
+            state_dir=host.paths.state_dir,
+            specs=specs,
+            config=lambda: host.config,
+            fetch=self._fetch,
+            env=dict(os.environ),
         )
         self.manager.delivery.on_sent = self._on_sent
         self.manager.delivery.on_dead = self._on_dead
-        self.commands = ChannelCommands(gw)
-        self.dispatcher = InboundDispatcher(gw, self)
+        self.commands = ChannelCommands(host)
+        self.dispatcher = InboundDispatcher(host, self)
         #: run id → its origin, while it runs (approval prompts go to its chat)
         self.active_runs: dict[str, dict[str, Any]] = {}
         self.started = False
@@ -83,7 +105,7 @@ class ChannelService:
 
         parts = urlsplit(trusted_origin)
         policy = SsrfPolicy(trusted_origins=frozenset({f"{parts.scheme}://{parts.netloc}"}))
-        return await self.gw.web_client.fetch(url, max_bytes=max_bytes, timeout_s=timeout_s, policy=policy)
+        return await self.host.web_client.fetch(url, max_bytes=max_bytes, timeout_s=timeout_s, policy=policy)
 
     # -- replies and sends ----------------------------------------------------------------------------
     async def reply(self, target: Target, text: str, *, key: str, markdown: bool = True) -> None:
@@ -167,17 +189,18 @@ class ChannelService:
 
     # -- starting a batch's run ---------------------------------------------------------------------
     async def runs_start(self, batch: list[InboxRow], decision: Decision, route: Route) -> None:
-        gw = self.gw
+        host = self.host
         messages = [r.message for r in batch]
         first, last = messages[0], messages[-1]
         run_id = run_id_for(first)
-        key = gw.sessions.resolve_key(route.session_key)
+        key = host.sessions.resolve_key(route.session_key)
         # a redelivered batch already has its run: looked up first only when there is media to
         # fetch (start_run itself refuses a run id it knows)
         has_media = any(m.attachments for m in messages)
-        existing = await asyncio.to_thread(gw.journal.get, run_id) if has_media else None
+        existing = await asyncio.to_thread(host.journal.get, run_id) if has_media else None
         if existing is None:
-            media = await fetch_media(gw, self, messages, key.canonical, route.agent_id, owner=decision.owner)
+            workspace = host.workspace_dir(route.agent_id)
+            media = await fetch_media(self, messages, key.canonical, workspace, owner=decision.owner)
             req = RunRequest(
                 run_id=run_id,
                 session_key=key,
@@ -210,12 +233,12 @@ class ChannelService:
                 "chatId": first.chat_id,
                 "messages": len(messages),
             }
-            created, _ = await start_run(gw, req, KIND, params)
+            created, _ = await start_run(host, req, KIND, params)
         else:
             created, req = False, None
         self._fire_received(messages, key.canonical, run_id, route.agent_id)
         if created and req is not None:  # journaled: it runs whatever happens to the inbox rows now
-            _ = gw.spawn(run_and_deliver(gw, req))
+            _ = host.spawn(run_and_deliver(host, req))
         await asyncio.to_thread(self.manager.inbox.mark, [r.id for r in batch], "dispatched", run_id=run_id)
 
     def _policy_key(self, msg: Any, session_key: str, agent_id: str) -> Any:
@@ -229,7 +252,7 @@ class ChannelService:
         own = session_key_for(
             msg,
             agent_id,
-            main_key=self.gw.config.session.main_key,
+            main_key=self.host.config.session.main_key,
             dm_scope="per-account-channel-peer",
             identity_links={},
         )
@@ -255,7 +278,7 @@ class ChannelService:
         return fields
 
     def _fire_received(self, messages: list[Any], session_key: str, run_id: str, agent_id: str) -> None:
-        if not self.gw.hooks.has("message_received"):
+        if not self.host.hooks.has("message_received"):
             return
         ctx = ev.HookContext(agent_id=agent_id, session_key=session_key, run_id=run_id, trigger="user")
         for m in messages:
@@ -269,7 +292,7 @@ class ChannelService:
                 {"accountId": m.account_id, "chatId": m.chat_id, "threadId": m.thread_id, "messageId": m.message_id},
                 ctx,
             )
-            _ = self.gw.spawn(self.gw.hooks.void("message_received", event))
+            _ = self.host.spawn(self.host.hooks.void("message_received", event))
 
     # -- after a send -------------------------------------------------------------------------------
     async def _on_sent(self, row: OutboxRow, receipt: SendReceipt) -> None:
@@ -283,7 +306,7 @@ class ChannelService:
             await self._fire_sent(row, False, None, error)
 
     async def _fire_sent(self, row: OutboxRow, ok: bool, message_id: str | None, error: str | None) -> None:
-        if not self.gw.hooks.has("message_sent"):
+        if not self.host.hooks.has("message_sent"):
             return
         pieces = await asyncio.to_thread(self.manager.outbox.by_run, row.run_id or "")
         content = "\n\n".join(p.message.text for p in pieces)
@@ -292,7 +315,7 @@ class ChannelService:
         event = ev.MessageSentEvent(
             f"{target.channel}:{target.chat_id}", content, ok, message_id, error, row.session_key, ctx
         )
-        await self.gw.hooks.void("message_sent", event)
+        await self.host.hooks.void("message_sent", event)
 
     # -- approvals asked from a chat ------------------------------------------------------------------
     def can_route(self, payload: dict[str, Any]) -> bool:
@@ -306,27 +329,10 @@ class ChannelService:
             return
         target = Target.from_json(origin["target"])
         text = APPROVAL_TEXT.format(command=str(record.request.get("commandPreview") or "?"), id=record.id)
-        _ = self.gw.spawn(self.reply(target, text, key=f"approval:{record.id}", markdown=False))
+        _ = self.host.spawn(self.reply(target, text, key=f"approval:{record.id}", markdown=False))
 
     def status(self) -> dict[str, Any]:
         out = self.manager.status()
         out["dispatched"] = self.dispatcher.dispatched
         out["sent"] = self.manager.delivery.sent
         return out
-
-
-def build_channels(gw: GatewayContext) -> ChannelService:
-    return ChannelService(gw)
-
-
-async def start_channels(gw: GatewayContext) -> None:
-    service = gw.channels
-    await service.start()
-    # a chat owner is a way to reach an operator (added by the approvals' builder when built later)
-    if gw.built("exec_approvals") and service not in gw.exec_approvals.routes:
-        gw.exec_approvals.routes.append(service)
-
-
-async def stop_channels(gw: GatewayContext) -> None:
-    if gw.built("channels"):
-        await gw.channels.stop()

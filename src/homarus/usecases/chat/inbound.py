@@ -35,8 +35,7 @@ from homarus.tasks import cancel_and_wait
 if TYPE_CHECKING:
     from homarus.channels.inbox import InboxRow
     from homarus.channels.model import InboundMessage
-    from homarus.gateway.context import GatewayContext
-    from homarus.gateway.services.channels import ChannelService
+    from homarus.usecases.chat.service import ChannelService, ChatHost
 
 __all__ = ["InboundDispatcher"]
 
@@ -55,8 +54,8 @@ def _now_ms() -> int:
 
 
 class InboundDispatcher:
-    def __init__(self, gw: GatewayContext, service: ChannelService) -> None:
-        self.gw = gw
+    def __init__(self, host: ChatHost, service: ChannelService) -> None:
+        self.host = host
         self.service = service
         self.manager = service.manager
         self._task: asyncio.Task[None] | None = None
@@ -141,7 +140,7 @@ class InboundDispatcher:
         self.dispatched += len(batch)
 
     def _decide(self, msg: InboundMessage) -> Decision:
-        cfg = self.gw.config
+        cfg = self.host.config
         spec = self.manager.specs.get(msg.channel)
         prefixes = spec.capabilities.id_prefixes if spec is not None else ()
         try:
@@ -155,7 +154,7 @@ class InboundDispatcher:
         return decide(msg, settings, owners=cfg.commands.owner_allow_from, prefixes=prefixes, paired=paired)
 
     def _route(self, msg: InboundMessage, decision: Decision) -> Any:
-        cfg = self.gw.config
+        cfg = self.host.config
         channel_cfg = self.manager.channel_config(msg.channel)
         spec = self.manager.specs.get(msg.channel)
         return resolve_route(
@@ -194,7 +193,7 @@ class InboundDispatcher:
             msg.account_id,
             msg.sender_id,
         )
-        self.gw.bus.broadcast(
+        self.host.bus.broadcast(
             "channels.pairing.requested",
             {
                 "requestId": request.code,
@@ -206,12 +205,12 @@ class InboundDispatcher:
             },
             guard=PAIRING,
         )
-        if self.gw.hooks.has("channel_pairing_requested"):
+        if self.host.hooks.has("channel_pairing_requested"):
             event = ev.ChannelPairingRequestedEvent(msg.channel, msg.sender_id, request.code, msg.account_id, meta)
-            _ = self.gw.spawn(self.gw.hooks.void("channel_pairing_requested", event))
+            _ = self.host.spawn(self.host.hooks.void("channel_pairing_requested", event))
 
     async def _claimed(self, row: InboxRow) -> bool:
-        if not self.gw.hooks.has("inbound_claim"):
+        if not self.host.hooks.has("inbound_claim"):
             return False
         msg = row.message
         event = ev.InboundClaimEvent(
@@ -225,7 +224,7 @@ class InboundDispatcher:
             msg.chat_kind != "direct",
             {"senderName": msg.sender_name},
         )
-        result, plugin = await self.gw.hooks.claim("inbound_claim", event)
+        result, plugin = await self.host.hooks.claim("inbound_claim", event)
         if result is None:
             return False
         if result.reply:
@@ -240,7 +239,7 @@ class InboundDispatcher:
     async def _debounce(self, head: InboxRow, decision: Decision) -> list[InboxRow]:
         """``head`` and the next messages of its sender that arrive while the burst goes on."""
         msg = head.message
-        quiet = self.gw.config.messages.inbound.debounce_for(msg.channel)
+        quiet = self.host.config.messages.inbound.debounce_for(msg.channel)
         batch = [head]
         while quiet > 0 and len(batch) < MAX_BATCH:
             rows = await asyncio.to_thread(self.manager.inbox.received_in, msg.target.conversation, MAX_BATCH + 1)

@@ -1,12 +1,12 @@
-"""Cron on the gateway: the real runner, delivery, events, and start/stop.
+"""Cron jobs run: the runner, delivery, events, and start/stop.
 
-* ``systemEvent`` jobs queue their text on the main session through ``gateway.wake`` (the
+* ``systemEvent`` jobs queue their text on the main session through the heartbeat's ``wake`` (the
   heartbeat handles it; ``wakeMode: now`` runs one at once).
 * ``agentTurn`` jobs run in ``agent:<agentId>:cron:<jobId>``, a fresh session id per run (the old
   transcript is archived, so runs do not see each other), on the ``cron`` lane, journaled like
   any accepted run. The prompt is prefixed ``[cron:<jobId> <name>]``.
 * Delivery of an isolated run's final text: ``announce`` (default) posts a short summary to the
-  main session through ``gateway.wake`` — never for a ``HEARTBEAT_OK``-only or silent reply;
+  main session through the heartbeat's ``wake`` — never for a ``HEARTBEAT_OK``-only or silent reply;
   ``webhook`` POSTs the finished-run event through the SSRF-guarded client; ``none`` does
   nothing. A failed delivery fails the run unless ``delivery.bestEffort``.
 * Every change and run end is broadcast as a ``cron`` event (operator.read) and, for changes
@@ -21,7 +21,7 @@ import logging
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from homarus.agents.request import RunRequest
 from homarus.config.cron import CronConfig
@@ -31,18 +31,24 @@ from homarus.cron.scheduler import DEFAULT_JOB_TIMEOUT_S, CronScheduler, RunResu
 from homarus.cron.service import CronService
 from homarus.cron.store import CronStore
 from homarus.errors import HomarusError, InvalidRequest
-from homarus.gateway.services.heartbeat import strip_token
-from homarus.gateway.services.runs import run_and_finish, start_run
-from homarus.gateway.services.session_events import emit_session_changed
 from homarus.plugins.events import CronChangedEvent
 from homarus.security.scopes import READ
+from homarus.usecases.heartbeat import strip_token
+from homarus.usecases.ports import Spawner
+from homarus.usecases.runs import RunHost, run_and_finish, start_run
+from homarus.usecases.session_events import SessionWatchers, emit_session_changed
 
 if TYPE_CHECKING:
-    from homarus.gateway.context import GatewayContext
-    from homarus.gateway.services.run_recovery import Recovery
+    from homarus.config.paths import StatePaths
+    from homarus.plugins.runner import HookRunner
+    from homarus.providers.registry import ModelRegistry
     from homarus.queue.journal import RunRecord
+    from homarus.security.ssrf import GuardedClient
+    from homarus.sessions.manager import SessionManager
+    from homarus.usecases.heartbeat import Heartbeats
+    from homarus.usecases.recovery import Recovery
 
-__all__ = ["CronRunner", "build_cron", "cron_config", "start_cron", "stop_cron", "store_path"]
+__all__ = ["CronHost", "CronRunner", "build_cron", "cron_config", "start_cron", "stop_cron", "store_path"]
 
 log = logging.getLogger("homarus.cron")
 
@@ -53,17 +59,29 @@ WEBHOOK_TIMEOUT_S = 10.0
 HOOKED_ACTIONS = frozenset({"added", "updated", "removed", "finished"})
 
 
-def cron_config(gateway: GatewayContext) -> CronConfig:
+class CronHost(RunHost, SessionWatchers, Spawner, Protocol):
+    """What cron uses: the run services, the job's session, the heartbeat (system events and
+    announcements), the guarded client (webhook delivery), models (checked when a job is saved)."""
+
+    paths: StatePaths
+    sessions: SessionManager
+    heartbeats: Heartbeats
+    models: ModelRegistry
+    web_client: GuardedClient
+    hooks: HookRunner
+
+
+def cron_config(host: CronHost) -> CronConfig:
     """``cron`` from the config (defaults while the section is not part of the schema)."""
-    section = getattr(gateway.config, "cron", None)
+    section = getattr(host.config, "cron", None)
     return section if isinstance(section, CronConfig) else CronConfig()
 
 
 class CronRunner:
-    """The scheduler's ``runner``: one job run against the gateway's services."""
+    """The scheduler's ``runner``: one job run with the services of its host."""
 
-    def __init__(self, gateway: GatewayContext) -> None:
-        self.gateway = gateway
+    def __init__(self, host: CronHost) -> None:
+        self.host = host
         #: session keys of agent turns in flight (aborted on shutdown)
         self.active: set[str] = set()
         #: per job id, the run the last process left unfinished (and whether it had started): the
@@ -86,26 +104,26 @@ class CronRunner:
 
     async def __call__(self, job: CronJob) -> RunResult:
         if isinstance(job.payload, SystemEventPayload):
-            await self.gateway.heartbeats.wake(
+            await self.host.heartbeats.wake(
                 job.payload.text, mode=job.wake_mode, agent_id=job.agent_id, source=f"cron:{job.id}"
             )
             return RunResult("ok", delivery_status="not-requested")
         return await self._agent_turn(job, job.payload)
 
     async def _agent_turn(self, job: CronJob, payload: AgentTurnPayload) -> RunResult:
-        gw = self.gateway
-        agent_id = job.agent_id or gw.config.agents.default_id
-        key = gw.sessions.resolve_key(f"agent:{agent_id}:cron:{job.id}", agent_id)
+        host = self.host
+        agent_id = job.agent_id or host.config.agents.default_id
+        key = host.sessions.resolve_key(f"agent:{agent_id}:cron:{job.id}", agent_id)
 
         adopted = self.adopted.pop(job.id, None)
 
         def session_for_run() -> str:
             if adopted is not None:  # the unfinished run continues in its own session
-                ref = gw.sessions.ensure(key, label=f"cron: {job.name}"[:100])
-            elif gw.sessions.get(key) is not None:
-                ref, _archived = gw.sessions.reset(key)
+                ref = host.sessions.ensure(key, label=f"cron: {job.name}"[:100])
+            elif host.sessions.get(key) is not None:
+                ref, _archived = host.sessions.reset(key)
             else:
-                ref = gw.sessions.ensure(key, label=f"cron: {job.name}"[:100])
+                ref = host.sessions.ensure(key, label=f"cron: {job.name}"[:100])
             return ref.entry.session_id
 
         session_id = await asyncio.to_thread(session_for_run)
@@ -123,14 +141,14 @@ class CronRunner:
                 lane="cron",
                 trigger="cron",
             )
-            await start_run(gw, req, "cron", {"jobId": job.id, "message": req.message, "sessionKey": key.canonical})
-            emit_session_changed(gw, key, "create", runId=req.run_id)
+            await start_run(host, req, "cron", {"jobId": job.id, "message": req.message, "sessionKey": key.canonical})
+            emit_session_changed(host, key, "create", runId=req.run_id)
         else:
             log.warning("cron job %s: continuing run %s left unfinished by the last shutdown", job.id, req.run_id)
         run_id = req.run_id
         self.active.add(key.canonical)
         try:
-            outcome = await run_and_finish(gw, req, "cron")
+            outcome = await run_and_finish(host, req, "cron")
         finally:
             self.active.discard(key.canonical)
         details: dict[str, Any] = {"sessionKey": key.canonical, "sessionId": session_id, "runId": run_id}
@@ -176,7 +194,7 @@ class CronRunner:
         if ack_only or not text.strip():
             return False  # nothing worth telling: HEARTBEAT_OK-only, silent or empty
         note = f"Cron job {job.name}: {text}"[:ANNOUNCE_MAX_CHARS]
-        await self.gateway.heartbeats.wake(note, mode=job.wake_mode, agent_id=agent_id, source=f"cron:{job.id}")
+        await self.host.heartbeats.wake(note, mode=job.wake_mode, agent_id=agent_id, source=f"cron:{job.id}")
         return True
 
     async def _webhook(self, job: CronJob, result: RunResult, started: int, ended: int) -> bool:
@@ -193,10 +211,10 @@ class CronRunner:
             **{k: v for k, v in result.details.items() if k in ("sessionKey", "sessionId", "runId")},
         }
         headers = {"content-type": "application/json"}
-        token = cron_config(self.gateway).webhook_token
+        token = cron_config(self.host).webhook_token
         if token is not None:
             headers["authorization"] = f"Bearer {token.get_secret_value()}"
-        response = await self.gateway.web_client.fetch(
+        response = await self.host.web_client.fetch(
             job.delivery.to,
             method="POST",
             content=json.dumps(body).encode("utf-8"),
@@ -210,61 +228,61 @@ class CronRunner:
         return True
 
 
-def _validator(gateway: GatewayContext) -> Any:
+def _validator(host: CronHost) -> Any:
     def validate(job: CronJob) -> None:
-        if job.agent_id is not None and job.agent_id not in gateway.sessions.agent_ids:
+        if job.agent_id is not None and job.agent_id not in host.sessions.agent_ids:
             raise InvalidRequest(f'unknown agent id "{job.agent_id}"')
         model = getattr(job.payload, "model", None)
         if model:
-            gateway.models.resolve(model)  # an unknown model is refused now, not at 3 a.m.
+            host.models.resolve(model)  # an unknown model is refused now, not at 3 a.m.
 
     return validate
 
 
-def store_path(gateway: GatewayContext) -> Path:
+def store_path(host: CronHost) -> Path:
     """Where the job store lives (``cron.store``, relative to the state dir; default ``cron/jobs.json``)."""
-    return cron_config(gateway).store_path(gateway.paths.state_dir)
+    return cron_config(host).store_path(host.paths.state_dir)
 
 
-def build_cron(gateway: GatewayContext) -> CronService:
+def build_cron(host: CronHost) -> CronService:
     """The service with its store, run log and scheduler (nothing is read or started yet)."""
-    cfg = cron_config(gateway)
-    path = store_path(gateway)
+    cfg = cron_config(host)
+    path = store_path(host)
     store = CronStore(path)
     runlog = RunLog(path.parent / "runs", max_bytes=cfg.run_log.max_bytes, keep_lines=cfg.run_log.keep_lines)
     service: CronService | None = None
 
     def on_change(event: dict[str, Any]) -> None:
-        gateway.bus.broadcast("cron", event, guard=READ, droppable=True)
+        host.bus.broadcast("cron", event, guard=READ, droppable=True)
         action = str(event.get("action"))
-        if action in HOOKED_ACTIONS and gateway.hooks.has("cron_changed") and service is not None:
+        if action in HOOKED_ACTIONS and host.hooks.has("cron_changed") and service is not None:
             job_id = str(event.get("jobId"))
             current = service.store.jobs.get(job_id)
             snapshot = current.to_json() if current is not None else {}
-            _ = gateway.spawn(gateway.hooks.void("cron_changed", CronChangedEvent(action, job_id, snapshot)))
+            _ = host.spawn(host.hooks.void("cron_changed", CronChangedEvent(action, job_id, snapshot)))
 
     scheduler = CronScheduler(
         store,
-        CronRunner(gateway),
+        CronRunner(host),
         runlog=runlog,
         max_concurrent=cfg.max_concurrent_runs,
         timeout_grace_s=TIMEOUT_GRACE_S,
         on_change=on_change,
         enabled=cfg.enabled,
     )
-    service = CronService(store, scheduler, runlog, validate_job=_validator(gateway))
-    gateway.lanes.set_concurrency("cron", cfg.max_concurrent_runs)
+    service = CronService(store, scheduler, runlog, validate_job=_validator(host))
+    host.lanes.set_concurrency("cron", cfg.max_concurrent_runs)
     return service
 
 
-async def start_cron(gateway: GatewayContext, recovery: Recovery | None = None) -> CronService:
+async def start_cron(host: CronHost, recovery: Recovery | None = None) -> CronService:
     """Build the service, load the jobs, arm the timer.
 
     Jobs that were due while the gateway was down run once now (logged with ``catchUp``). So do
     jobs whose run the last process left unfinished (``recovery.cron``): that run continues; one
     whose job is gone or disabled ends interrupted.
     """
-    service = build_cron(gateway)
+    service = build_cron(host)
     runner = service.scheduler.runner
     assert isinstance(runner, CronRunner)
     orphans = runner.adopt(recovery.cron if recovery is not None else [])
@@ -272,7 +290,7 @@ async def start_cron(gateway: GatewayContext, recovery: Recovery | None = None) 
     for job_id in [j for j in runner.adopted if j not in due]:
         orphans.append(runner.adopted.pop(job_id))
     if recovery is not None and orphans:
-        await asyncio.to_thread(recovery.interrupt, gateway, orphans)
+        await asyncio.to_thread(recovery.interrupt, host, orphans)
     return service
 
 
@@ -284,5 +302,5 @@ async def stop_cron(service: CronService | None) -> None:
     runner = service.scheduler.runner
     if isinstance(runner, CronRunner):
         for key in list(runner.active):
-            runner.gateway.runtime.abort(key, origin="shutdown")
+            runner.host.runtime.abort(key, origin="shutdown")
     await service.scheduler.stop()

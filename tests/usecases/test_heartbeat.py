@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from homarus.gateway.services.heartbeat import ACK_WORD, heartbeat_file_empty, strip_token
 from homarus.providers.scripted import Reply, ScriptedProvider
 from homarus.sessions.store import SessionStore
+from homarus.usecases.heartbeat import ACK_WORD, heartbeat_file_empty, strip_token
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.wsclient import Client, open_client
 
@@ -105,7 +105,7 @@ async def test_wake_validation_and_scopes(tmp_path: Path) -> None:
 
 
 def test_system_events_are_bounded_and_drained_once() -> None:
-    from homarus.gateway.services.heartbeat import SystemEvents
+    from homarus.usecases.heartbeat import SystemEvents
 
     events = SystemEvents(max_per_session=3, max_sessions=2)
     for i in range(5):

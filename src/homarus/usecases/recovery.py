@@ -32,15 +32,30 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from homarus.agents.request import RunRequest
 from homarus.agents.resume import close_interrupted, interrupted_notice, resume_point
 from homarus.errors import HomarusError
 
 if TYPE_CHECKING:
-    from homarus.gateway.context import GatewayContext
-    from homarus.queue.journal import RunRecord
+    from homarus.queue.dedupe import DedupeCache
+    from homarus.queue.journal import RunJournal, RunRecord
+    from homarus.sessions.manager import SessionManager
+    from homarus.usecases.chat.runs import ChatRunHost
+    from homarus.usecases.webhooks import WebhookHost
+
+    class JournalHost(Protocol):
+        """What ending a run as interrupted uses: its record, its session, its callers' cache."""
+
+        journal: RunJournal
+        sessions: SessionManager
+        dedupe: DedupeCache
+
+    class RecoveryHost(JournalHost, WebhookHost, ChatRunHost, Protocol):
+        """What taking up the runs uses: every entry point's way to run one again (the run
+        services, sessions, the heartbeat for webhook replies, the channels for chat replies)."""
+
 
 __all__ = ["JOURNAL_RETENTION_MS", "RULES", "Recovery", "Rule", "recover_runs", "request_for", "resubmit"]
 
@@ -103,36 +118,36 @@ class Recovery:
             "interrupted": len(self.interrupted),
         }
 
-    def interrupt(self, gateway: GatewayContext, runs: list[tuple[RunRecord, bool]]) -> None:
+    def interrupt(self, host: JournalHost, runs: list[tuple[RunRecord, bool]]) -> None:
         """End each (record, started) by its rule's "interrupt" (also a handed-over run nobody took;
         blocking: run it in a worker thread). ``started`` false: no transcript to close."""
         for record, started in runs:
             rule = RULES.get(record.kind, UNKNOWN_KIND)
-            _interrupt(gateway, record, rule, started)
-            self.interrupted.append(gateway.journal.interrupt(record.run_id, rule.reason) or record)
+            _interrupt(host, record, rule, started)
+            self.interrupted.append(host.journal.interrupt(record.run_id, rule.reason) or record)
 
 
-def recover_runs(gateway: GatewayContext) -> Recovery:
+def recover_runs(host: JournalHost) -> Recovery:
     """Apply each unfinished run's rule (blocking: run it in a worker thread)."""
     recovery = Recovery()
-    journal = gateway.journal
+    journal = host.journal
     recovery.pruned = journal.prune(JOURNAL_RETENTION_MS)
     folded: list[RunRecord] = []
     for record in journal.unfinished():
         started = record.status == "running"
         if started and record.joined_to is not None:
-            if _message_is_in(gateway, record):
+            if _message_is_in(host, record):
                 folded.append(record)
                 continue
             started = False  # its message never reached the run it joined: it is still to do
-        _apply_rule(gateway, recovery, record, started)
+        _apply_rule(host, recovery, record, started)
     for record in folded:  # after the rules: their hosts' fate is known now
-        host = journal.get(record.joined_to or "")
-        if host is None or host.status == "interrupted":
-            recovery.interrupt(gateway, [(record, False)])  # the host's notice speaks for both
+        joined = journal.get(record.joined_to or "")
+        if joined is None or joined.status == "interrupted":
+            recovery.interrupt(host, [(record, False)])  # the host's notice speaks for both
         else:
             recovery.followers.append(journal.requeue(record.run_id, follower=True) or record)
-            gateway.dedupe.put(f"{record.kind}:{record.run_id}", "accepted")
+            host.dedupe.put(f"{record.kind}:{record.run_id}", "accepted")
     counts = recovery.summary()
     if any(counts.values()):
         log.warning(
@@ -143,41 +158,41 @@ def recover_runs(gateway: GatewayContext) -> Recovery:
     return recovery
 
 
-def _apply_rule(gateway: GatewayContext, recovery: Recovery, record: RunRecord, started: bool) -> None:
+def _apply_rule(host: JournalHost, recovery: Recovery, record: RunRecord, started: bool) -> None:
     rule = RULES.get(record.kind, UNKNOWN_KIND)
     action = rule.started if started else rule.queued
-    if action != "interrupt" and request_for(gateway, record, resume=started) is not None:
-        updated = gateway.journal.requeue(record.run_id) or record
-        gateway.dedupe.put(f"{record.kind}:{record.run_id}", "accepted")
+    if action != "interrupt" and request_for(host, record, resume=started) is not None:
+        updated = host.journal.requeue(record.run_id) or record
+        host.dedupe.put(f"{record.kind}:{record.run_id}", "accepted")
         (recovery.cron if action == "job" else recovery.to_run).append((updated, started))
         return
-    recovery.interrupt(gateway, [(record, started)])
+    recovery.interrupt(host, [(record, started)])
 
 
-def _message_is_in(gateway: GatewayContext, record: RunRecord) -> bool:
+def _message_is_in(host: JournalHost, record: RunRecord) -> bool:
     """Whether a folded run's message reached its session's transcript."""
     try:
-        ref = gateway.sessions.get(gateway.sessions.resolve_key(record.session_key))
+        ref = host.sessions.get(host.sessions.resolve_key(record.session_key))
     except HomarusError:
         return False
     if ref is None:
         return False
-    return resume_point(gateway.sessions.transcript_for(ref).read().entries, record.run_id).started
+    return resume_point(host.sessions.transcript_for(ref).read().entries, record.run_id).started
 
 
-def _interrupt(gateway: GatewayContext, record: RunRecord, rule: Rule, started: bool) -> None:
+def _interrupt(host: JournalHost, record: RunRecord, rule: Rule, started: bool) -> None:
     """Close the run's transcript (aborted tool calls, the notice) and tell its session and callers."""
     if record.session_key is not None:
         try:
-            key = gateway.sessions.resolve_key(record.session_key)
-            ref = gateway.sessions.get(key)
+            key = host.sessions.resolve_key(record.session_key)
+            ref = host.sessions.get(key)
             if ref is not None and started:
                 notice = interrupted_notice(rule.notice) if rule.notice else None
-                close_interrupted(gateway.sessions.transcript_for(ref), record.run_id, notice)
-                gateway.sessions.update_entry(key, {"status": "interrupted", "abortedLastRun": True})
+                close_interrupted(host.sessions.transcript_for(ref), record.run_id, notice)
+                host.sessions.update_entry(key, {"status": "interrupted", "abortedLastRun": True})
         except HomarusError:
             log.warning("interrupted run %s names an unusable session %s", record.run_id, record.session_key)
-    gateway.dedupe.put(
+    host.dedupe.put(
         f"{record.kind}:{record.run_id}",
         "interrupted",
         ok=False,
@@ -185,16 +200,16 @@ def _interrupt(gateway: GatewayContext, record: RunRecord, rule: Rule, started: 
     )
 
 
-def request_for(gateway: GatewayContext, record: RunRecord, *, resume: bool) -> RunRequest | None:
+def request_for(host: JournalHost, record: RunRecord, *, resume: bool) -> RunRequest | None:
     """The run request to submit ``record`` again, or None when the record cannot give one."""
     try:
-        key = gateway.sessions.resolve_key(record.session_key)
+        key = host.sessions.resolve_key(record.session_key)
         if record.request is not None:
             return RunRequest.from_json(record.request, key, resume=resume)
         if record.kind == "hook":  # accepted by a version that kept only the webhook's params
-            from homarus.gateway.services.hook_runs import request_of
+            from homarus.usecases.webhooks import request_of
 
-            req = request_of(gateway, record.run_id, record.params)
+            req = request_of(host.sessions, record.run_id, record.params)
             req.resume = resume
             return req
     except (HomarusError, KeyError, TypeError, ValueError) as exc:
@@ -202,52 +217,52 @@ def request_for(gateway: GatewayContext, record: RunRecord, *, resume: bool) -> 
     return None
 
 
-async def resubmit(gateway: GatewayContext, recovery: Recovery) -> None:
+async def resubmit(host: RecoveryHost, recovery: Recovery) -> None:
     """Submit the queued and resumed runs, in the order they were accepted (each session's lane is
     FIFO, so a session's runs keep their order); folded runs wait for the run they joined."""
-    from homarus.gateway.services.hook_runs import run_and_deliver
-    from homarus.gateway.services.runs import run_and_finish
+    from homarus.usecases.runs import run_and_finish
+    from homarus.usecases.webhooks import run_and_deliver
 
     for record, started in recovery.to_run:
-        req = request_for(gateway, record, resume=started)
+        req = request_for(host, record, resume=started)
         if req is None:  # checked in recover_runs; a session removed since then lands here
             continue
         if started:
             log.warning("resuming run %s (%s) from its transcript", record.run_id, record.kind)
         if record.kind == "hook":
-            _ = gateway.spawn(run_and_deliver(gateway, req, record.params))
+            _ = host.spawn(run_and_deliver(host, req, record.params))
         elif record.kind == "channel":
-            from homarus.gateway.services import channel_runs
+            from homarus.usecases.chat import runs as channel_runs
 
-            _ = gateway.spawn(channel_runs.run_and_deliver(gateway, req))
+            _ = host.spawn(channel_runs.run_and_deliver(host, req))
         else:
-            _ = gateway.spawn(run_and_finish(gateway, req, record.kind))
+            _ = host.spawn(run_and_finish(host, req, record.kind))
     for record in recovery.followers:
-        _ = gateway.spawn(_follow(gateway, record))
+        _ = host.spawn(_follow(host, record))
 
 
-async def _follow(gateway: GatewayContext, record: RunRecord) -> None:
+async def _follow(host: RecoveryHost, record: RunRecord) -> None:
     """End a folded run as the run it joined ends."""
     from homarus.agents.runs import RunOutcome
-    from homarus.gateway.services.runs import record_end
+    from homarus.usecases.runs import record_end
 
-    host_id = record.joined_to or ""
-    host = gateway.journal.get(host_id)
-    if host is not None and not host.terminal:
-        await gateway.run_events.wait_recorded(host_id, FOLLOW_TIMEOUT_S)  # its end stored, not only announced
-        host = gateway.journal.get(host_id)
-    if host is None or not host.terminal:
-        log.error("run %s: the run it joined (%s) did not end; it stays unfinished", record.run_id, host_id)
+    joined_id = record.joined_to or ""
+    joined = host.journal.get(joined_id)
+    if joined is not None and not joined.terminal:
+        await host.run_events.wait_recorded(joined_id, FOLLOW_TIMEOUT_S)  # its end stored, not only announced
+        joined = host.journal.get(joined_id)
+    if joined is None or not joined.terminal:
+        log.error("run %s: the run it joined (%s) did not end; it stays unfinished", record.run_id, joined_id)
         return
-    error = (host.error.get("message") or host.error.get("reason")) if isinstance(host.error, dict) else None
-    status = host.status if host.status in ("ok", "error", "timeout", "aborted") else "error"
+    error = (joined.error.get("message") or joined.error.get("reason")) if isinstance(joined.error, dict) else None
+    status = joined.status if joined.status in ("ok", "error", "timeout", "aborted") else "error"
     outcome = RunOutcome(
         record.run_id,
         record.session_key or "",
         status,  # type: ignore[arg-type]  # narrowed by the check above
-        started_at=record.started_at or host.started_at or 0,
-        ended_at=host.ended_at or 0,
+        started_at=record.started_at or joined.started_at or 0,
+        ended_at=joined.ended_at or 0,
         error=error if status != "ok" else None,
     )
-    payload = {**host.result, "runId": record.run_id} if isinstance(host.result, dict) else {"runId": record.run_id}
-    await record_end(gateway, record.kind, record.run_id, status, payload, outcome)
+    payload = {**joined.result, "runId": record.run_id} if isinstance(joined.result, dict) else {"runId": record.run_id}
+    await record_end(host, record.kind, record.run_id, status, payload, outcome)

@@ -11,16 +11,17 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from homarus.agents.prompt import strip_silent
 from homarus.security.scopes import READ
+from homarus.usecases.ports import Publisher
 
 if TYPE_CHECKING:
-    from homarus.gateway.context import GatewayContext
-    from homarus.gateway.events import Recipient
+    from homarus.queue.dedupe import DedupeCache
+    from homarus.usecases.ports import Listener
 
-__all__ = ["RunEvents", "RunSnapshot"]
+__all__ = ["RunEventSink", "RunEvents", "RunSnapshot"]
 
 DELTA_INTERVAL_S = 0.150
 T = TypeVar("T")
@@ -45,9 +46,17 @@ class _ChatState:
     timer: asyncio.TimerHandle | None = None
 
 
+class RunEventSink(Publisher, Protocol):
+    def release_run(self, run_id: str) -> None:
+        """The run ended: forget which connection started it."""
+        ...
+
+
 @dataclass
 class RunEvents:
-    gateway: GatewayContext
+    bus: RunEventSink
+    #: the idempotency cache of ``chat.send`` (a retry after the final event gets the outcome)
+    dedupe: DedupeCache
     _chat: dict[str, _ChatState] = field(default_factory=dict)
     snapshots: dict[str, RunSnapshot] = field(default_factory=dict)
     _waiters: dict[str, list[asyncio.Future[RunSnapshot]]] = field(default_factory=dict)
@@ -59,7 +68,7 @@ class RunEvents:
         stream = event["stream"]
         data = event["data"]
         run_id = event["runId"]
-        bus, key = self.gateway.bus, event.get("sessionKey") or ""
+        bus, key = self.bus, event.get("sessionKey") or ""
         if stream == "tool":
             self._flush(run_id)
             bus.session_event("agent", event, session_key=key, run_id=run_id, guard=READ, only=_wants_tools)
@@ -92,10 +101,10 @@ class RunEvents:
 
     def _settle_chat(self, run_id: str, status: str, error: str | None = None) -> None:
         """A client that saw the final event and retries must get the outcome, not "in_flight"."""
-        cached = self.gateway.dedupe.get(f"chat:{run_id}")
+        cached = self.dedupe.get(f"chat:{run_id}")
         if cached is not None and not cached.terminal:
             ok = status != "error"
-            self.gateway.dedupe.put(
+            self.dedupe.put(
                 f"chat:{run_id}",
                 status,
                 ok=ok,
@@ -152,7 +161,7 @@ class RunEvents:
             "state": "delta",
             "message": _assistant(state.text),
         }
-        bus = self.gateway.bus
+        bus = self.bus
         bus.session_event("chat", payload, session_key=state.session_key, run_id=run_id, guard=READ, droppable=True)
 
     def _flush(self, run_id: str) -> None:
@@ -177,7 +186,7 @@ class RunEvents:
             payload["message"] = _assistant(text)
         if kind == "final":
             payload["stopReason"] = event["data"].get("stopReason")
-        bus = self.gateway.bus
+        bus = self.bus
         bus.session_event("chat", payload, session_key=event["sessionKey"], run_id=run_id, guard=READ)
         bus.release_run(run_id)
 
@@ -215,5 +224,5 @@ def _assistant(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": [{"type": "text", "text": text}], "timestamp": int(time.time() * 1000)}
 
 
-def _wants_tools(recipient: Recipient) -> bool:
+def _wants_tools(recipient: Listener) -> bool:
     return "tool-events" in recipient.caps

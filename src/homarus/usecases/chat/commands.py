@@ -10,20 +10,21 @@ else gets a short refusal (these change what the agent does for everyone sharing
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Protocol
 
 from homarus.errors import HomarusError
-from homarus.gateway.router import ClientInfo
-from homarus.gateway.services.chat_commands import core_command
-from homarus.gateway.services.plugins import run_command
 from homarus.security.scopes import APPROVALS
+from homarus.usecases.commands import ApprovalsHost, PluginsHost, core_command, run_command
 
 if TYPE_CHECKING:
+    from homarus.agents.runtime import AgentRuntime
     from homarus.channels.access import Decision
     from homarus.channels.model import InboundMessage
-    from homarus.gateway.context import GatewayContext
+    from homarus.config.schema import HomarusConfig
+    from homarus.providers.registry import ModelRegistry
+    from homarus.sessions.manager import SessionManager
 
-__all__ = ["OWNER_COMMANDS", "ChannelCommands"]
+__all__ = ["OWNER_COMMANDS", "ChannelCommands", "CommandsHost"]
 
 OWNER_COMMANDS: Final = frozenset({"new", "reset", "status", "model", "stop", "approve", "help"})
 HELP: Final = (
@@ -34,9 +35,20 @@ HELP: Final = (
 NOT_OWNER: Final = "That command is for my owner."
 
 
+class CommandsHost(ApprovalsHost, PluginsHost, Protocol):
+    """What the owner commands use: the session, its model, its running turn, the approvals."""
+
+    @property
+    def config(self) -> HomarusConfig: ...
+
+    sessions: SessionManager
+    runtime: AgentRuntime
+    models: ModelRegistry
+
+
 class ChannelCommands:
-    def __init__(self, gw: GatewayContext) -> None:
-        self.gw = gw
+    def __init__(self, host: CommandsHost) -> None:
+        self.host = host
 
     async def handle(self, msg: InboundMessage, decision: Decision, session_key: str) -> str | None:
         """The reply to a command in ``msg`` (None: not a command here, it goes to the agent)."""
@@ -45,38 +57,39 @@ class ChannelCommands:
             return None
         word = name[1:]
         args = msg.text.strip()[len(name) :].strip() if msg.text.strip().lower().startswith(name) else ""
-        plugin = self.gw.built("extensions") and word in self.gw.plugins.commands
+        plugin = self.host.built("extensions") and word in self.host.plugins.commands
         if word not in OWNER_COMMANDS and not plugin:
             return None
         if not decision.owner:
             return NOT_OWNER
-        key = self.gw.sessions.resolve_key(session_key)
+        key = self.host.sessions.resolve_key(session_key)
         if word in ("new", "reset"):
-            if self.gw.sessions.get(key) is not None:
-                await asyncio.to_thread(self.gw.sessions.reset, key)
+            if self.host.sessions.get(key) is not None:
+                await asyncio.to_thread(self.host.sessions.reset, key)
             return "New conversation started."
         if word == "status":
             return await asyncio.to_thread(self._status, session_key)
         if word == "model":
             return await self._model(key, args)
         if word == "stop":
-            stopped = self.gw.runtime.abort(key.canonical, origin="chat-stop") if self.gw.built("runtime") else []
+            stopped = self.host.runtime.abort(key.canonical, origin="chat-stop") if self.host.built("runtime") else []
             return "Stopped." if stopped else "Nothing is running."
         if word == "approve":
-            return core_command(self.gw, _owner_client(msg), f"/approve {args}".strip())
+            who = msg.sender_name or msg.sender
+            return core_command(self.host, frozenset({APPROVALS}), who, f"/approve {args}".strip())
         if word == "help":
             return HELP
-        return await run_command(self.gw, f"/{word} {args}".strip(), key.canonical) or "Done."
+        return await run_command(self.host, f"/{word} {args}".strip(), key.canonical) or "Done."
 
     def _status(self, session_key: str) -> str:
-        key = self.gw.sessions.resolve_key(session_key)
-        ref = self.gw.sessions.get(key)
+        key = self.host.sessions.resolve_key(session_key)
+        ref = self.host.sessions.get(key)
         lines = [f"Session: {key.canonical}"]
         if ref is None:
             lines.append("No conversation yet.")
             return "\n".join(lines)
         entry = ref.entry
-        model = entry.model_override or entry.model or self.gw.config.agents.defaults.model.primary or "(default)"
+        model = entry.model_override or entry.model or self.host.config.agents.defaults.model.primary or "(default)"
         lines += [
             f"Model: {model}",
             f"Tokens: {entry.total_tokens or 0}",
@@ -91,29 +104,13 @@ class ChannelCommands:
 
         assert isinstance(key, SessionKey)
         if not args:
-            ref = self.gw.sessions.get(key)
-            current = (ref.entry.model_override if ref else None) or self.gw.config.agents.defaults.model.primary
+            ref = self.host.sessions.get(key)
+            current = (ref.entry.model_override if ref else None) or self.host.config.agents.defaults.model.primary
             return f"Model: {current or '(default)'}"
         try:
-            resolved = self.gw.models.resolve(args)
+            resolved = self.host.models.resolve(args)
         except HomarusError as exc:
             return f"Unknown model {args!r}: {exc.message}"
-        await asyncio.to_thread(self.gw.sessions.ensure, key)
-        await asyncio.to_thread(self.gw.sessions.update_entry, key, {"modelOverride": resolved.info.ref})
+        await asyncio.to_thread(self.host.sessions.ensure, key)
+        await asyncio.to_thread(self.host.sessions.update_entry, key, {"modelOverride": resolved.info.ref})
         return f"Model set to {resolved.info.ref} for this conversation."
-
-
-def _owner_client(msg: InboundMessage) -> ClientInfo:
-    """The owner as an approvals-scoped client, for ``/approve`` (the same rule as the WS method)."""
-    return ClientInfo(
-        conn_id=f"chat:{msg.sender}",
-        ip="",
-        role="operator",
-        scopes=frozenset({APPROVALS}),
-        protocol=3,
-        client_id=f"chat:{msg.channel}",
-        client_mode="chat",
-        client_version="",
-        platform=msg.channel,
-        display_name=msg.sender_name or msg.sender,
-    )

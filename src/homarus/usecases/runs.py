@@ -11,23 +11,27 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from homarus.agents.request import RunRequest
 from homarus.agents.runs import RunOutcome
 from homarus.errors import Unavailable
-from homarus.gateway.services.warm import runs_ready
 from homarus.io_lane import run_on_lane
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from homarus.gateway.context import GatewayContext
-    from homarus.queue.journal import Where
+    from homarus.agents.runtime import AgentRuntime
+    from homarus.config.schema import HomarusConfig
+    from homarus.queue.dedupe import DedupeCache
+    from homarus.queue.journal import RunJournal, Where
+    from homarus.queue.lanes import LaneQueue
+    from homarus.usecases.run_events import RunEvents
 
 __all__ = [
     "AtCapacity",
     "RunFailed",
+    "RunHost",
     "final_payload",
     "queue_position",
     "record_end",
@@ -37,6 +41,27 @@ __all__ = [
 ]
 
 log = logging.getLogger("homarus.gateway")
+
+
+class RunHost(Protocol):
+    """What accepting, running and finishing a run uses."""
+
+    @property
+    def config(self) -> HomarusConfig: ...
+
+    lanes: LaneQueue
+    journal: RunJournal
+    runtime: AgentRuntime
+    dedupe: DedupeCache
+    run_events: RunEvents
+    #: runs accepted and not finished (``gateway.maxPendingRuns`` bounds the clients' new ones)
+    open_runs: int
+    #: the host is stopping: a run its shutdown cut short stays in the journal, to be taken up
+    shutting_down: bool
+
+    async def runs_ready(self) -> None:
+        """Return once what a run needs is loaded (a cold host loads it off the event loop)."""
+        ...
 
 
 class RunFailed(Unavailable):
@@ -60,7 +85,7 @@ class AtCapacity(Unavailable):
     """More runs are waiting than ``gateway.maxPendingRuns``: nothing was accepted; retry later."""
 
 
-def queue_position(gateway: GatewayContext, req: RunRequest) -> int:
+def queue_position(gateway: RunHost, req: RunRequest) -> int:
     """How many runs must make room before ``req`` starts: the ones of its session (one at a time)
     and those beyond the free slots of its lane (``main``: ``agents.defaults.maxConcurrent``).
     Runs of other sessions that do not hold it up are not counted."""
@@ -68,7 +93,7 @@ def queue_position(gateway: GatewayContext, req: RunRequest) -> int:
 
 
 async def start_run(
-    gateway: GatewayContext,
+    gateway: RunHost,
     req: RunRequest,
     kind: str,
     params: dict[str, Any],
@@ -84,7 +109,7 @@ async def start_run(
     ``prepare``: blocking work that must precede the record (creating the session), done in the
     same trip to a worker thread.
     """
-    await runs_ready()
+    await gateway.runs_ready()
     limit = gateway.config.gateway.max_pending_runs
     if admit and gateway.open_runs >= limit:
         raise AtCapacity(
@@ -109,7 +134,7 @@ async def start_run(
     return created, record
 
 
-async def run_to_outcome(gateway: GatewayContext, req: RunRequest) -> RunOutcome:
+async def run_to_outcome(gateway: RunHost, req: RunRequest) -> RunOutcome:
     """Run ``req`` through the runtime; whatever goes wrong becomes an error outcome (a run always
     ends with one, so its end can be recorded)."""
     try:
@@ -120,7 +145,7 @@ async def run_to_outcome(gateway: GatewayContext, req: RunRequest) -> RunOutcome
         return RunOutcome(req.run_id, req.session_key.canonical, "error", error=message, started_at=now, ended_at=now)
 
 
-async def run_and_finish(gateway: GatewayContext, req: RunRequest, kind: str) -> RunOutcome:
+async def run_and_finish(gateway: RunHost, req: RunRequest, kind: str) -> RunOutcome:
     """Run ``req`` through the runtime and record its end in the journal and the dedupe cache."""
     outcome = await run_to_outcome(gateway, req)
     await record_end(gateway, kind, req.run_id, outcome.status, final_payload(outcome), outcome)
@@ -128,7 +153,7 @@ async def run_and_finish(gateway: GatewayContext, req: RunRequest, kind: str) ->
 
 
 async def record_end(
-    gateway: GatewayContext, kind: str, run_id: str, status: str, payload: dict[str, Any], outcome: RunOutcome
+    gateway: RunHost, kind: str, run_id: str, status: str, payload: dict[str, Any], outcome: RunOutcome
 ) -> None:
     """Record the end of ``run_id``: the journal, the idempotency cache, ``agent.wait``. A run folded
     into another ends with that run's ``outcome``.

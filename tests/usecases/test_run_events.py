@@ -7,13 +7,13 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
-from homarus.gateway.services.run_events import RunEvents
+from homarus.usecases.run_events import RunEvents
 
 
 def _events() -> RunEvents:
     bus = SimpleNamespace(session_event=lambda *a, **k: None, release_run=lambda run_id: None)
-    gateway: Any = SimpleNamespace(bus=bus, dedupe=SimpleNamespace(get=lambda key: None))
-    return RunEvents(gateway)
+    dedupe: Any = SimpleNamespace(get=lambda key: None)
+    return RunEvents(bus, dedupe)
 
 
 def _end(run_id: str) -> dict[str, Any]:

@@ -24,8 +24,7 @@ from homarus.messages import ImageContent
 
 if TYPE_CHECKING:
     from homarus.channels.model import InboundMessage
-    from homarus.gateway.context import GatewayContext
-    from homarus.gateway.services.channels import ChannelService
+    from homarus.usecases.chat.service import ChannelService
 
 __all__ = ["MediaResult", "fetch_media"]
 
@@ -48,17 +47,16 @@ def _mb(size: int) -> str:
 
 
 async def fetch_media(
-    gw: GatewayContext,
     service: ChannelService,
     messages: list[InboundMessage],
     session_key: str,
-    agent_id: str,
+    workspace: Path,
     *,
     owner: bool = True,
 ) -> MediaResult:
+    """Fetch the batch's attachments into ``workspace`` (the agent's) for the session's turn."""
     out = MediaResult()
     slug = re.sub(r"[^a-z0-9_.-]+", "-", session_key.lower()).strip("-")[:80] or "session"
-    workspace = gw.workspace_dir(agent_id)
     dest = workspace / "media" / slug
     used = 0 if owner else await asyncio.to_thread(_bytes_in, dest)
     for msg in messages:
