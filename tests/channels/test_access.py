@@ -9,7 +9,7 @@ import pytest
 
 from homarus.channels.access import Decision, decide, normalize_sender
 from homarus.channels.model import InboundMessage
-from homarus.config.channels import TelegramConfig
+from homarus.channels.telegram.config import TelegramConfig
 
 PREFIXES = ("telegram:", "tg:")
 

@@ -36,8 +36,17 @@ if TYPE_CHECKING:
         SendReceipt,
         Target,
     )
+    from homarus.config.channels import ChannelConfig
 
-__all__ = ["AccountContext", "ChannelAccount", "ChannelSink", "ChannelSpec", "SendFailed", "Transmitted"]
+__all__ = [
+    "AccountContext",
+    "ChannelAccount",
+    "ChannelSetup",
+    "ChannelSink",
+    "ChannelSpec",
+    "SendFailed",
+    "Transmitted",
+]
 
 #: awaited by an account right before a send's last byte is written (see the outbox's ``transmitted``)
 Transmitted = Callable[[], Awaitable[None]]
@@ -117,6 +126,32 @@ class ChannelAccount(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class ChannelSetup:
+    """How ``homarus channels add`` and ``homarus onboard`` set up an account of the channel.
+
+    The shared flags (``--token``, ``--token-env``, ``--dm-policy``, ``--allow-from``,
+    ``--api-root``, ``--no-verify``) mean the same on every channel; this says where they go."""
+
+    #: the config key of the account's secret (``botToken``), and what to call it when asking
+    credential_key: str
+    credential_label: str
+    #: the environment variable the default account reads when the config holds no secret
+    credential_env: str | None = None
+    #: the config key ``--api-root`` sets: the platform's API base URL (a local stand-in, tests)
+    api_root_key: str | None = None
+    #: checks a secret with the platform: (secret, API root or None) → the account's name there
+    #: (``@mybot``); raises ValueError saying what the platform answered
+    verify: Callable[[str, str | None], str] | None = None
+    #: ``channels list`` fields of an account (``mode``, ``token``: where the secret comes from),
+    #: from its effective settings, its id and the environment
+    list_fields: Callable[[Mapping[str, Any], str, Mapping[str, str]], dict[str, Any]] | None = None
+    #: the question ``homarus onboard`` asks (None: onboarding does not offer the channel)
+    onboard_question: str | None = None
+    #: what a person does next, printed once the account is added
+    next_step: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class ChannelSpec:
     """A channel as registered: its id, label, capabilities and the factory of its accounts."""
 
@@ -133,3 +168,8 @@ class ChannelSpec:
     #: the channel's own fields of an account's ``channels.status`` row (never a secret), from the
     #: account's effective settings and id
     status_fields: Callable[[Mapping[str, Any], str], dict[str, Any]] | None = None
+    #: the model of ``channels.<id>``: :class:`ChannelConfig` with the channel's own fields (None:
+    #: the shared access fields, the channel's own keys kept as given)
+    config_model: type[ChannelConfig] | None = None
+    #: how ``channels add`` / ``onboard`` set an account up (None: by editing the config only)
+    setup: ChannelSetup | None = None

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from homarus.channels.adapter import ChannelAccount, ChannelSpec
     from homarus.channels.model import InboundMessage, Target
     from homarus.channels.outbox import OutboxRow
-    from homarus.config.channels import ChannelConfig, TelegramConfig
+    from homarus.config.channels import ChannelConfig
     from homarus.config.schema import HomarusConfig
 
 __all__ = ["ChannelManager"]
@@ -70,7 +70,7 @@ class ChannelManager:
         self.recovered: dict[str, int] = {}
 
     # -- config -------------------------------------------------------------------------------------
-    def channel_config(self, channel_id: str) -> ChannelConfig | TelegramConfig | None:
+    def channel_config(self, channel_id: str) -> ChannelConfig | None:
         return self._config().channels.configured().get(channel_id)
 
     def settings(self, channel_id: str, account_id: str) -> dict[str, Any]:

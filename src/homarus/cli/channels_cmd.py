@@ -4,7 +4,9 @@
 ``add``/``remove`` go through its ``config.patch`` so the change takes effect at once (the gateway
 starts, restarts or stops the account); otherwise the file is rewritten (validated, atomically)
 and the gateway picks it up when it starts. ``status``, ``logout``, ``replay`` and ``drop`` ask
-the running gateway. Module-level imports stay cheap: the parser is built at ``homarus --help``.
+the running gateway. What is particular to a channel (where its secret goes, how it is checked,
+what ``list`` shows of an account) comes from its plugin (``ChannelSpec.setup``): nothing here
+names a channel. Module-level imports stay cheap: the parser is built at ``homarus --help``.
 """
 
 from __future__ import annotations
@@ -15,12 +17,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from homarus.channels.adapter import ChannelSetup, ChannelSpec
     from homarus.config.paths import StatePaths
 
-__all__ = ["add_channels_parser", "run_channels"]
+__all__ = ["add_channels_parser", "channel_add_patch", "channel_specs", "run_channels"]
 
-#: the channels ``add`` knows how to set up, and the config key their credential goes to
-_CREDENTIAL = {"telegram": ("botToken", "TELEGRAM_BOT_TOKEN")}
 _POLICIES = ["pairing", "allowlist", "open", "disabled"]
 
 
@@ -31,19 +32,20 @@ def add_channels_parser(sub: Any) -> argparse.ArgumentParser:
     cs = ch.add_subparsers(dest="channels_command", metavar="SUBCOMMAND")
     ls = cs.add_parser("list", help="configured channels and accounts (from the config; no gateway needed)")
     ls.add_argument("--json", action="store_true")
+    ls.add_argument("--available", action="store_true", help="the channels this installation can set up")
     st = cs.add_parser("status", help="accounts, delivery and dead letters of the running gateway")
     st.add_argument("--probe", action="store_true", help="ask each account to check its connection")
     client_args(st)
-    add = cs.add_parser("add", help="configure a channel account (telegram: a bot token from @BotFather)")
-    add.add_argument("channel", help="channel id (telegram)")
+    add = cs.add_parser("add", help="configure a channel account (its secret checked with the platform first)")
+    add.add_argument("channel", help="channel id (`homarus channels list --available` names them)")
     add.add_argument("--account", help="account id (default: the channel's default account)")
     add.add_argument(
-        "--token", dest="bot_token", help='the bot token; "-" reads it from stdin (default: prompt, or the env var)'
+        "--token", dest="bot_token", help='the secret; "-" reads it from stdin (default: prompt, or the env var)'
     )
     add.add_argument("--token-env", action="store_true", help="use the environment variable; store no token")
     add.add_argument("--dm-policy", choices=_POLICIES, help="who may DM the bot (default: pairing)")
     add.add_argument("--allow-from", action="append", metavar="ID", help="a sender id allowed to DM (repeatable)")
-    add.add_argument("--api-root", help="the Bot API base URL (a local Bot API server)")
+    add.add_argument("--api-root", help="the platform's API base URL (a local server standing in for it)")
     add.add_argument("--no-verify", action="store_true", help="do not check the token with the platform first")
     client_args(add, timeout=15.0, token_flag="--gateway-token")  # noqa: S106 - a flag name
     rm = cs.add_parser("remove", help="disable a channel account (--delete removes its config)")
@@ -68,44 +70,54 @@ def _print_json(value: Any) -> None:
     sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
 
 
-# -- list ------------------------------------------------------------------------------------------
-def _token_source(settings: dict[str, Any], account_id: str, env_var: str | None) -> str:
-    import os
-
-    if settings.get("bot_token") is not None:
-        return "config"
-    if settings.get("token_file"):
-        return "file"
-    if env_var and account_id == "default":
-        return "env" if os.environ.get(env_var) else "missing"
-    return "-"
-
-
-def _list(args: argparse.Namespace, paths: StatePaths) -> int:
+# -- the channels there are ------------------------------------------------------------------------
+def channel_specs(paths: StatePaths) -> dict[str, ChannelSpec]:
+    """Every channel the plugins of this installation register (bundled and third-party), by id."""
+    from homarus.cli.plugins_cmd import load_registry
     from homarus.config.loader import load_config
 
+    registry = load_registry(load_config(paths).config, paths)
+    return {channel_id: registered.spec for channel_id, registered in registry.channels.items()}
+
+
+# -- list ------------------------------------------------------------------------------------------
+def _list(args: argparse.Namespace, paths: StatePaths) -> int:
+    import os
+
+    from homarus.config.loader import load_config
+
+    specs = channel_specs(paths)
+    if args.available:
+        found = [{"channel": cid, "label": s.label, "setup": s.setup is not None} for cid, s in sorted(specs.items())]
+        if args.json:
+            _print_json({"available": found})
+        for row in [] if args.json else found:
+            how = f"homarus channels add {row['channel']}" if row["setup"] else "configure it under channels"
+            print(f"{row['channel']}  {row['label']}  ({how})")
+        return 0
     cfg = load_config(paths).config
     rows: list[dict[str, Any]] = []
     for channel_id, channel in cfg.channels.configured().items():
-        env_var = _CREDENTIAL.get(channel_id, (None, None))[1]
+        setup = specs[channel_id].setup if channel_id in specs else None
         for account_id in channel.account_ids():
             s = channel.account(account_id)
-            rows.append(
-                {
-                    "channel": channel_id,
-                    "accountId": account_id,
-                    "enabled": channel.enabled is not False and s.get("enabled") is not False,
-                    "dmPolicy": s.get("dm_policy") or "pairing",
-                    "allowFrom": list(s.get("allow_from") or ()),
-                    "groups": sorted(s.get("groups") or {}),
-                    "mode": "webhook" if s.get("webhook_url") else "polling" if env_var else "-",
-                    "token": _token_source(s, account_id, env_var),
-                }
-            )
+            row = {
+                "channel": channel_id,
+                "accountId": account_id,
+                "enabled": channel.enabled is not False and s.get("enabled") is not False,
+                "dmPolicy": s.get("dm_policy") or "pairing",
+                "allowFrom": list(s.get("allow_from") or ()),
+                "groups": sorted(s.get("groups") or {}),
+                "mode": "-",
+                "token": "-",
+            }
+            if setup is not None and setup.list_fields is not None:
+                row.update(setup.list_fields(s, account_id, os.environ))
+            rows.append(row)
     if args.json:
         _print_json({"channels": rows})
     elif not rows:
-        print("no chat channel configured: homarus channels add telegram")
+        print("no chat channel configured: homarus channels add <channel> (homarus channels list --available)")
     for r in [] if args.json else rows:
         state = "enabled" if r["enabled"] else "disabled"
         groups = f"  groups={','.join(r['groups'])}" if r["groups"] else ""
@@ -145,13 +157,14 @@ def _print_status(result: dict[str, Any]) -> None:
 
 
 # -- add / remove ----------------------------------------------------------------------------------
-def _read_token(args: argparse.Namespace, env_var: str) -> str | None:
-    """The token to store, or None to rely on the environment variable."""
+def _read_token(args: argparse.Namespace, setup: ChannelSetup) -> str | None:
+    """The secret to store, or None to rely on the environment variable."""
     import os
 
+    env_var = setup.credential_env
     if args.token_env:
-        if not os.environ.get(env_var):
-            raise ValueError(f"--token-env: {env_var} is not set")
+        if not env_var or not os.environ.get(env_var):
+            raise ValueError(f"--token-env: {env_var or 'this channel reads no environment variable'} is not set")
         return None
     if args.bot_token == "-":  # noqa: S105 - "read it from stdin", not a password
         return sys.stdin.readline().strip()
@@ -160,32 +173,11 @@ def _read_token(args: argparse.Namespace, env_var: str) -> str | None:
     if sys.stdin.isatty():
         import getpass
 
-        return getpass.getpass("bot token (from @BotFather): ").strip()
-    if os.environ.get(env_var):
+        return getpass.getpass(f"{setup.credential_label}: ").strip()
+    if env_var and os.environ.get(env_var):
         return None
-    raise ValueError(f"no token: pass --token (or --token - to read stdin), or set {env_var}")
-
-
-def _verify_telegram(token: str, api_root: str | None) -> str:
-    """``@username`` of the bot the token belongs to (ValueError when the platform refuses it)."""
-    import asyncio
-
-    from homarus.channels.telegram.api import DEFAULT_API_ROOT, BotApi, TelegramApiError, TelegramNetworkError
-
-    async def check() -> str:
-        api = BotApi(token, api_root or DEFAULT_API_ROOT, timeout_s=10.0)
-        try:
-            me = await api.get_me()
-        finally:
-            await api.aclose()
-        return f"@{me.username}" if me.username else str(me.id)
-
-    try:
-        return asyncio.run(check())
-    except TelegramApiError as exc:
-        raise ValueError(f"Telegram refused the token ({exc.code}: {exc.description})") from None
-    except TelegramNetworkError as exc:
-        raise ValueError(f"could not reach Telegram to check the token ({exc}); --no-verify skips the check") from None
+    also = f", or set {env_var}" if env_var else ""
+    raise ValueError(f"no token: pass --token (or --token - to read stdin){also}")
 
 
 def _where(channel: str, account: str | None, body: Any) -> dict[str, Any]:
@@ -195,24 +187,30 @@ def _where(channel: str, account: str | None, body: Any) -> dict[str, Any]:
     return {"channels": {channel: body}}
 
 
-def channel_add_patch(args: argparse.Namespace) -> tuple[dict[str, Any], str]:
-    key, env_var = _CREDENTIAL[args.channel]
-    token = _read_token(args, env_var)
+def channel_add_patch(args: argparse.Namespace, spec: ChannelSpec) -> tuple[dict[str, Any], str]:
+    """The config patch adding the account ``args`` describe, and the account's name on the
+    platform (its secret checked there first unless ``--no-verify``)."""
+    setup = spec.setup
+    if setup is None:
+        raise ValueError(f"`channels add` cannot set up {spec.id}; configure it under channels.{spec.id}")
+    token = _read_token(args, setup)
     if token is not None and not token:
         raise ValueError("the token is empty")
     body: dict[str, Any] = {"enabled": True}
     if token is not None:
-        body[key] = token
+        body[setup.credential_key] = token
     if args.dm_policy:
         body["dmPolicy"] = args.dm_policy
     if args.allow_from:
         body["allowFrom"] = list(args.allow_from)
     if args.api_root:
-        body["apiRoot"] = args.api_root
-    bot = ""
-    if token is not None and not args.no_verify:
-        bot = _verify_telegram(token, args.api_root)
-    return _where(args.channel, args.account, body), bot
+        if setup.api_root_key is None:
+            raise ValueError(f"{spec.id} takes no --api-root")
+        body[setup.api_root_key] = args.api_root
+    name = ""
+    if token is not None and not args.no_verify and setup.verify is not None:
+        name = setup.verify(token, args.api_root)
+    return _where(spec.id, args.account, body), name
 
 
 def _apply(args: argparse.Namespace, paths: StatePaths, patch: dict[str, Any]) -> str:
@@ -261,17 +259,20 @@ def run_channels(args: argparse.Namespace, paths: StatePaths) -> int:
         if sub == "list":
             return _list(args, paths)
         if sub == "add":
-            if args.channel not in _CREDENTIAL:
-                known = ", ".join(sorted(_CREDENTIAL))
+            specs = channel_specs(paths)
+            spec = specs.get(args.channel)
+            if spec is None or spec.setup is None:
+                known = ", ".join(sorted(cid for cid, s in specs.items() if s.setup is not None)) or "none"
                 return fail(
                     f"`channels add` sets up {known}; configure {args.channel} under channels.{args.channel} "
                     "(homarus config set)",
                     2,
                 )
-            patch, bot = channel_add_patch(args)
+            patch, name = channel_add_patch(args, spec)
             how = _apply(args, paths, patch)
-            print(f"{_name(args)} added{f' ({bot})' if bot else ''}: {how}")
-            print("DM the bot: it answers with a pairing code; approve it: homarus pairing approve <channel> <code>")
+            print(f"{_name(args)} added{f' ({name})' if name else ''}: {how}")
+            if spec.setup.next_step:
+                print(spec.setup.next_step)
             return 0
         if sub == "remove":
             how = _apply(args, paths, _remove_patch(args, paths))

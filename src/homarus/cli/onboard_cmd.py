@@ -1,7 +1,8 @@
 """`homarus onboard`: from nothing to a working assistant without opening the config file.
 
 Asks (or takes as flags, with ``--non-interactive`` for scripts): the model provider, its URL
-and key, which of the models it lists to use; optionally a Telegram bot. The key is checked by
+and key, which of the models it lists to use; optionally a chat channel (each channel plugin says
+what to ask: ``ChannelSpec.setup``). The key is checked by
 listing the provider's models and the chosen model by one real round trip, before anything is
 written. The key goes to ``$STATE/secrets.env`` (0600) and the config references it as
 ``${NAME}`` (``--key-storage env``: only the reference, the variable is yours to set). An
@@ -21,6 +22,7 @@ from homarus.cli.onboard_config import PRESETS, Preset, merged_config, render_co
 from homarus.cli.prompts import Interrupted, Prompter, unified_diff
 
 if TYPE_CHECKING:
+    from homarus.channels.adapter import ChannelSpec
     from homarus.config.paths import StatePaths
     from homarus.providers.probe import Offered
 
@@ -45,7 +47,8 @@ def add_onboard_parser(sub: Any) -> argparse.ArgumentParser:
                     help="secrets: $STATE/secrets.env (default); env: reference ${NAME} only")  # fmt: skip
     ob.add_argument("--model", help="the model id (as the provider lists it)")
     ob.add_argument("--skip-test", action="store_true", help="do not make the test request to the model")
-    ob.add_argument("--telegram-token", help='a Telegram bot token to add the channel ("-": read stdin)')
+    ob.add_argument("--channel", metavar="ID", help="add this chat channel (with --channel-token)")
+    ob.add_argument("--channel-token", help='the channel\'s secret (a bot token; "-": read stdin)')
     ob.add_argument("--no-channel", action="store_true", help="do not ask about a chat channel")
     ob.add_argument("--install-service", action="store_true", help="then run the gateway as a background service")
     ob.add_argument("--non-interactive", action="store_true", help="never ask: flags or fail")
@@ -82,7 +85,7 @@ def _wizard(args: argparse.Namespace, paths: StatePaths, ask: Prompter, interact
     ref = f"{preset.id}/{model}"
     if not args.skip_test:
         _round_trip(preset, base_url, key, model)
-    channel = _channel(args, ask, interactive)
+    channel = _channel(args, paths, ask, interactive)
 
     try:
         store = ConfigStore.open(paths, env=_env_with(paths, key_env, key))
@@ -235,25 +238,42 @@ def _round_trip(preset: Preset, base_url: str, key: str | None, model: str) -> N
     print(f"  {model} answered in {result.seconds:.2f} s ({result.usage.input} in / {result.usage.output} out tokens)")
 
 
-def _channel(args: argparse.Namespace, ask: Prompter, interactive: bool) -> dict[str, Any] | None:
-    if args.no_channel:
+def _channel(args: argparse.Namespace, paths: StatePaths, ask: Prompter, interactive: bool) -> dict[str, Any] | None:
+    """The config patch of the chat channel to add (None: none), checked with the platform."""
+    if args.no_channel or (args.channel is None and not interactive):
         return None
-    token = args.telegram_token
-    if token is None and interactive and ask.yes("Add a Telegram bot now (a token from @BotFather)?"):
-        token = ask.secret("Telegram bot token")
+    from homarus.cli.channels_cmd import channel_add_patch, channel_specs
+    from homarus.errors import HomarusError
+
+    try:
+        specs = {cid: s for cid, s in channel_specs(paths).items() if s.setup is not None}
+    except HomarusError as exc:
+        raise Stop(f"the existing config does not load ({exc}); fix it or `homarus config restore` first") from None
+    chosen: ChannelSpec | None
+    if args.channel is not None:
+        if args.channel not in specs:
+            raise Stop(f"--channel {args.channel}: onboarding sets up {', '.join(sorted(specs)) or 'no channel'}")
+        chosen, token = specs[args.channel], args.channel_token
+    else:
+        offered = sorted((s for s in specs.values() if s.setup is not None and s.setup.onboard_question),
+                         key=lambda s: s.label)  # fmt: skip
+        chosen = next((s for s in offered if s.setup is not None and ask.yes(s.setup.onboard_question or "")), None)
+        token = None
+    if chosen is None or chosen.setup is None:
+        return None
+    if token is None and interactive:
+        token = ask.secret(chosen.setup.credential_label[:1].upper() + chosen.setup.credential_label[1:])
     if not token:
         return None
-    from homarus.cli.channels_cmd import channel_add_patch
-
     ns = argparse.Namespace(
-        channel="telegram", account=None, bot_token=token, token_env=False, dm_policy=None,
+        channel=chosen.id, account=None, bot_token=token, token_env=False, dm_policy=None,
         allow_from=None, api_root=None, no_verify=False,
     )  # fmt: skip
     try:
-        patch, bot = channel_add_patch(ns)
+        patch, name = channel_add_patch(ns, chosen)
     except ValueError as exc:
-        raise Stop(f"Telegram: {exc}") from None
-    print(f"  Telegram bot {bot}: strangers get a pairing code; approve them with `homarus pairing approve`")
+        raise Stop(f"{chosen.label}: {exc}") from None
+    print(f"  {chosen.label} {name}: strangers get a pairing code; approve them with `homarus pairing approve`")
     return patch
 
 

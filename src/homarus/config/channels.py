@@ -11,16 +11,20 @@ Who may talk to the agent is config, validated here, because a mistake there is 
 * an account (``accounts.<id>``) inherits every field it does not set from the channel root.
 
 A channel's own transport settings (a bot token, an API root) sit beside these in the same
-object: the built-in ones are typed here (``telegram``); a third-party channel's are kept as given
-and validated by its plugin when it starts.
+object, typed by the channel's own model, a subclass of :class:`ChannelConfig` that its plugin
+brings (``ChannelSpec.config_model``; an installed package also names it in the
+``homarus.channel_configs`` entry point group, so that a config is checked before any plugin runs).
+A channel nobody describes keeps its own keys as given.
 """
 
 from __future__ import annotations
 
+import logging
 import re
+from functools import lru_cache
 from typing import Any, Final, Literal
 
-from pydantic import ConfigDict, Field, RootModel, SecretStr, field_validator, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, RootModel, field_validator, model_validator
 
 from homarus.config.base import ConfigModel
 
@@ -37,10 +41,10 @@ __all__ = [
     "GroupConfig",
     "GroupPolicy",
     "OtherAccountConfig",
-    "TelegramAccountConfig",
-    "TelegramConfig",
     "TopicConfig",
+    "channel_schema",
     "merged_account",
+    "register_channel_schema",
 ]
 
 DmPolicy = Literal["pairing", "allowlist", "open", "disabled"]
@@ -49,6 +53,7 @@ DmScope = Literal["main", "per-peer", "per-channel-peer", "per-account-channel-p
 #: the id an account has when a channel is configured without ``accounts``
 DEFAULT_ACCOUNT: Final = "default"
 _ACCOUNT_ID = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+_CHANNEL_ID = r"[a-z][a-z0-9_-]{0,31}"
 
 
 def _senders(value: Any) -> Any:
@@ -190,69 +195,83 @@ class ChannelConfig(ChannelAccountConfig):
         return DEFAULT_ACCOUNT if DEFAULT_ACCOUNT in ids else ids[0]
 
 
-class TelegramAccountConfig(ChannelAccountConfig):
-    """A Telegram bot: its token and transport, beside the access settings."""
-
-    #: from BotFather; ``$TELEGRAM_BOT_TOKEN`` for the default account when unset
-    bot_token: SecretStr | None = None
-    #: a file holding the token (a regular file, not a symlink)
-    token_file: str | None = Field(None, max_length=4096)
-    #: the Bot API root, without ``/bot<token>`` (a local Bot API server, tests)
-    api_root: str | None = Field(None, pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$", max_length=512)
-    #: set: Telegram POSTs updates to this public URL instead of being long-polled
-    webhook_url: str | None = Field(None, pattern=r"^https://[^\s]+$", max_length=2048)
-    #: checked against ``X-Telegram-Bot-Api-Secret-Token`` (required with ``webhookUrl``)
-    webhook_secret: SecretStr | None = None
-    #: where the gateway serves the webhook
-    webhook_path: str | None = Field(None, pattern=r"^/[A-Za-z0-9._~/-]{1,128}$")
-
-    @field_validator("webhook_secret")
-    @classmethod
-    def _secret_shape(cls, v: SecretStr | None) -> SecretStr | None:
-        if v is not None and not re.fullmatch(r"[A-Za-z0-9_-]{16,256}", v.get_secret_value()):
-            raise ValueError("must be 16-256 characters of A-Z, a-z, 0-9, _ and - (Telegram's rule)")
-        return v
+#: the entry point group a package names its channels' config models in (``<id> = "module:Class"``)
+CHANNEL_CONFIG_GROUP: Final = "homarus.channel_configs"
+#: channel id → its config model, as its plugin registered it (``register_channel_schema``)
+_SCHEMAS: dict[str, type[ChannelConfig]] = {}
 
 
-class TelegramConfig(TelegramAccountConfig, ChannelConfig):
-    model_config = ConfigDict(extra="forbid")
+def register_channel_schema(channel_id: str, model: type[ChannelConfig]) -> None:
+    """Validate ``channels.<channel_id>`` with ``model`` from now on (a channel plugin's own fields)."""
+    _SCHEMAS[channel_id] = model
 
-    accounts: dict[str, TelegramAccountConfig] = Field(default_factory=dict, max_length=100)  # type: ignore[assignment]
 
-    @model_validator(mode="after")
-    def _webhook_has_secret(self) -> TelegramConfig:
-        for account_id in self.account_ids():
-            settings = self.account(account_id)
-            if settings.get("webhook_url") and settings.get("webhook_secret") is None:
-                raise ValueError(f"{account_id}: webhookUrl needs webhookSecret (forged updates are refused by it)")
-        return self
+def channel_schema(channel_id: str) -> type[ChannelConfig]:
+    """The config model of a channel: registered by its plugin, else named by an installed package's
+    entry point (so a config is checked before any plugin runs), else the shared access fields."""
+    model = _SCHEMAS.get(channel_id)
+    if model is None:
+        model = _SCHEMAS[channel_id] = _declared_schemas().get(channel_id, ChannelConfig)
+    return model
+
+
+def channel_schemas() -> dict[str, type[ChannelConfig]]:
+    """Every channel config model known now (declared by installed packages, registered by plugins)."""
+    return {**_declared_schemas(), **_SCHEMAS}
+
+
+@lru_cache(maxsize=1)
+def _declared_schemas() -> dict[str, type[ChannelConfig]]:
+    import importlib.metadata
+
+    found: dict[str, type[ChannelConfig]] = {}
+    for ep in importlib.metadata.entry_points(group=CHANNEL_CONFIG_GROUP):
+        try:
+            model = ep.load()
+        except Exception:  # a broken package must not break every config load: its channel stays untyped
+            log = logging.getLogger("homarus.config")
+            log.exception("channel config model %s (%s) failed to load", ep.name, ep.value)
+            continue
+        if isinstance(model, type) and issubclass(model, ChannelConfig) and re.fullmatch(_CHANNEL_ID, ep.name):
+            found.setdefault(ep.name, model)
+    return found
 
 
 class ChannelsConfig(ConfigModel):
-    """``channels.<id>``: the built-in ones typed, any other channel's object kept for its plugin."""
+    """``channels.<id>``: each channel's object, validated by its own model (:func:`channel_schema`)."""
 
     model_config = ConfigDict(extra="allow")
 
-    telegram: TelegramConfig | None = None
+    #: the validated channels, by id (the raw objects stay in ``model_extra``, as written)
+    _validated: dict[str, ChannelConfig] = PrivateAttr(default_factory=dict)
 
-    def configured(self) -> dict[str, ChannelConfig | TelegramConfig]:
+    def configured(self) -> dict[str, ChannelConfig]:
         """Every channel present in the config (enabled or not), by id."""
-        out: dict[str, ChannelConfig | TelegramConfig] = {}
-        if self.telegram is not None:
-            out["telegram"] = self.telegram
+        out: dict[str, ChannelConfig] = {}
         for channel_id, raw in (self.model_extra or {}).items():
-            out[channel_id] = raw if isinstance(raw, ChannelConfig) else ChannelConfig.model_validate(raw or {})
+            cached, model = self._validated.get(channel_id), channel_schema(channel_id)
+            if cached is None or type(cached) is not model:  # a plugin registered its model since
+                cached = self._validated[channel_id] = _validate(model, raw)
+            out[channel_id] = cached
         return out
 
     @model_validator(mode="after")
     def _extra_are_channels(self) -> ChannelsConfig:
         for channel_id, raw in (self.model_extra or {}).items():
-            if not re.fullmatch(r"[a-z][a-z0-9_-]{0,31}", channel_id):
-                raise ValueError(f"channel id {channel_id!r} must match [a-z][a-z0-9_-]{{0,31}}")
+            if not re.fullmatch(_CHANNEL_ID, channel_id):
+                raise ValueError(f"channel id {channel_id!r} must match {_CHANNEL_ID}")
             if not isinstance(raw, dict | ChannelConfig):
                 raise ValueError(f"channels.{channel_id} must be an object")
-            ChannelConfig.model_validate(raw)  # the shared access rules hold for every channel
+            self._validated[channel_id] = _validate(channel_schema(channel_id), raw)
         return self
+
+
+def _validate(model: type[ChannelConfig], raw: Any) -> ChannelConfig:
+    if isinstance(raw, model):
+        return raw
+    if isinstance(raw, ChannelConfig):
+        raw = raw.model_dump(by_alias=True, exclude_unset=True)
+    return model.model_validate(raw or {})
 
 
 class BindingPeer(ConfigModel):

@@ -116,12 +116,15 @@ def redact_text(raw: str, parsed: Any) -> str:
 # -- the schema walk -------------------------------------------------------------------------------
 def secret_fields() -> list[str]:
     """Every secret of the config schema as a dotted path (``*`` for a map key or list item):
-    ``SecretStr`` fields, and ``env``/``headers`` maps (``….env.*``)."""
+    ``SecretStr`` fields, and ``env``/``headers`` maps (``….env.*``); the channels' own models too."""
+    from homarus.config.channels import channel_schemas
     from homarus.config.schema import SECTIONS, section_model
 
     out: list[str] = []
     for name in SECTIONS:
         _walk(section_model(name), name, out, set())
+    for channel_id, model in channel_schemas().items():
+        _walk(model, f"channels.{channel_id}", out, set())
     return sorted(set(out))
 
 

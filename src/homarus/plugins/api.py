@@ -349,7 +349,8 @@ class PluginApi:
 
     def register_channel(self, spec: Any) -> bool:
         """Add a chat channel: a ``homarus.channels.adapter.ChannelSpec`` (``id``, ``label``,
-        ``capabilities``, ``factory(ctx)`` building one running account). The id must be in the
+        ``capabilities``, ``factory(ctx)`` building one running account; optionally its
+        ``config_model``, ``setup``, ``status_fields`` and ``aliases``). The id must be in the
         manifest's ``contracts.channels``; one plugin owns a channel id."""
         if not self._check_open("register_channel"):
             return False
@@ -363,6 +364,13 @@ class PluginApi:
         prior = self._registry.channels.get(channel_id)
         if prior is not None:
             return self._diag("error", f"channel {channel_id!r} already registered by {prior.plugin_id!r}")
+        model = getattr(spec, "config_model", None)
+        if model is not None:
+            from homarus.config.channels import ChannelConfig, register_channel_schema
+
+            if not (isinstance(model, type) and issubclass(model, ChannelConfig)):
+                return self._diag("error", f"channel {channel_id!r}: config_model must subclass ChannelConfig")
+            register_channel_schema(channel_id, model)  # channels.<id> is checked with it from now on
         self._registry.channels[channel_id] = PluginChannel(channel_id, spec, self.id)
         self._record.registrations.channels.append(channel_id)
         return True

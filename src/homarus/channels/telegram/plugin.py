@@ -1,7 +1,10 @@
-"""The bundled Telegram plugin: registers the channel through the same API as any third party.
+"""The bundled Telegram plugin: registers the channel through the same API as any third party,
+with everything the shared parts ask of a channel: its config model, its ``channels add`` /
+``onboard`` setup (the token check), its status fields and its alias.
 
-Importing this module costs nothing: the account class (and the Bot API client, the Markdown
-renderer) is imported by the factory, when a configured Telegram account starts.
+Importing this module costs little: the account class (and the Bot API client, the Markdown
+renderer) is imported by the factory, when a configured Telegram account starts, and the Bot API
+client by the token check.
 """
 
 from __future__ import annotations
@@ -10,8 +13,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from homarus import __version__
-from homarus.channels.adapter import ChannelSpec
+from homarus.channels.adapter import ChannelSetup, ChannelSpec
 from homarus.channels.model import ChannelCapabilities
+from homarus.channels.telegram.config import TelegramConfig
 
 if TYPE_CHECKING:
     from homarus.channels.adapter import AccountContext, ChannelAccount
@@ -29,15 +33,52 @@ manifest: dict[str, Any] = {
 }
 
 
-def _status_fields(settings: Mapping[str, Any], account_id: str) -> dict[str, Any]:
-    """Where the bot token comes from (never the token)."""
+TOKEN_ENV = "TELEGRAM_BOT_TOKEN"  # noqa: S105 - the variable's name, not a token
+
+
+def _token_source(settings: Mapping[str, Any], account_id: str, env: Mapping[str, str] | None = None) -> str:
+    """Where the bot token comes from (never the token); with ``env``, whether the variable is set."""
     if settings.get("bot_token") is not None:
-        source = "config"
-    elif settings.get("token_file"):
-        source = "file"
-    else:
-        source = "env" if account_id == "default" else "none"
-    return {"botTokenSource": source}
+        return "config"
+    if settings.get("token_file"):
+        return "file"
+    if account_id != "default":
+        return "none"
+    return "env" if env is None or env.get(TOKEN_ENV) else "missing"
+
+
+def _status_fields(settings: Mapping[str, Any], account_id: str) -> dict[str, Any]:
+    return {"botTokenSource": _token_source(settings, account_id)}
+
+
+def _list_fields(settings: Mapping[str, Any], account_id: str, env: Mapping[str, str]) -> dict[str, Any]:
+    source = _token_source(settings, account_id, env)
+    return {
+        "mode": "webhook" if settings.get("webhook_url") else "polling",
+        "token": "-" if source == "none" else source,
+    }
+
+
+def _verify(token: str, api_root: str | None) -> str:
+    """``@username`` of the bot the token belongs to (ValueError when Telegram refuses it)."""
+    import asyncio
+
+    from homarus.channels.telegram.api import DEFAULT_API_ROOT, BotApi, TelegramApiError, TelegramNetworkError
+
+    async def check() -> str:
+        api = BotApi(token, api_root or DEFAULT_API_ROOT, timeout_s=10.0)
+        try:
+            me = await api.get_me()
+        finally:
+            await api.aclose()
+        return f"@{me.username}" if me.username else str(me.id)
+
+    try:
+        return asyncio.run(check())
+    except TelegramApiError as exc:
+        raise ValueError(f"Telegram refused the token ({exc.code}: {exc.description})") from None
+    except TelegramNetworkError as exc:
+        raise ValueError(f"could not reach Telegram to check the token ({exc}); --no-verify skips the check") from None
 
 
 def _account(ctx: AccountContext) -> ChannelAccount:
@@ -56,6 +97,17 @@ SPEC = ChannelSpec(
     thread_word="topic",
     aliases=("tg",),
     status_fields=_status_fields,
+    config_model=TelegramConfig,
+    setup=ChannelSetup(
+        credential_key="botToken",
+        credential_label="bot token (from @BotFather)",
+        credential_env=TOKEN_ENV,
+        api_root_key="apiRoot",
+        verify=_verify,
+        list_fields=_list_fields,
+        onboard_question="Add a Telegram bot now (a token from @BotFather)?",
+        next_step="DM the bot: it answers with a pairing code; approve it: homarus pairing approve telegram <code>",
+    ),
     docs="botToken | tokenFile | $TELEGRAM_BOT_TOKEN, apiRoot, webhookUrl + webhookSecret (+ webhookPath)",
 )
 

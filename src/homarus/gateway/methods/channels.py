@@ -96,7 +96,8 @@ def _service(call: MethodCall) -> Any:
     gw = call.gateway
     if not gw.config.present("channels") and not gw.built("channels"):
         raise InvalidRequest(
-            "no chat channel is configured (add one under channels, e.g. homarus channels add telegram)"
+            "no chat channel is configured "
+            "(add one: homarus channels list --available, then homarus channels add <channel>)"
         )
     return gw.channels
 
