@@ -95,8 +95,8 @@ export class ChannelsView {
       }
       const s = status.value;
       if (!(s.channelOrder || []).length) {
-        this.grid.append(card("Channels", h("p.muted", null, "No chat channel is configured. Add a Telegram bot with ",
-          h("code", null, "homarus channels add telegram"), " (a token from @BotFather), or under channels.telegram in the config.")), devicesCard);
+        this.grid.append(card("Channels", h("p.muted", null, "No chat channel is configured. See the channels you can add with ",
+          h("code", null, "homarus channels list --available"), ", then add one with ", h("code", null, "homarus channels add <channel>"), ".")), devicesCard);
         return;
       }
       this.grid.append(this.accountsCard(s), this.pairingCard(pairing), this.deliveryCard(s.delivery || {}), devicesCard);
