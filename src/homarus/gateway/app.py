@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from homarus.config.values import resolve_bind_host
-from homarus.gateway.context import GatewayOptions
+from homarus.gateway.context import GatewayContext, GatewayOptions
 from homarus.gateway.events import EventBus
 from homarus.gateway.methods import register_core_methods
 from homarus.gateway.router import MethodRegistry
@@ -48,7 +48,7 @@ log = logging.getLogger("homarus.gateway")
 SANDBOX_PRUNE_INTERVAL_S = 300.0
 
 
-class Gateway(LazyServices):
+class Gateway(LazyServices, GatewayContext):
     """Owns every long-lived service; methods and HTTP routes reach them as a GatewayContext.
 
     Cheap parts are made here; every other service is built on its first read (LazyServices).

@@ -1,20 +1,21 @@
 """What the gateway's parts may use of the running gateway: :class:`GatewayContext`.
 
-Methods, HTTP surfaces, the WebSocket adapter and the services receive this protocol, never the
+Methods, HTTP surfaces, the WebSocket adapter and the services receive this interface, never the
 composition root (``app.py``), so nothing below the root imports it and the root alone decides
-how (and when) each service is built. Services that cost something to build are attributes the
-root builds on first read: reading ``ctx.runtime`` may import the agent stack, reading
-``ctx.cron`` may load the job store. A part that only needs to know whether a service exists yet
-asks :meth:`GatewayContext.built`.
+how (and when) each service is built. The services are listed once, in :class:`GatewayServices`:
+attributes the root builds on first read (reading ``ctx.runtime`` may import the agent stack,
+reading ``ctx.cron`` may load the job store). A part that only needs to know whether a service
+exists yet asks :meth:`GatewayContext.built`.
 """
 
 from __future__ import annotations
 
 import asyncio
+from abc import ABC, abstractmethod
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from homarus.protocol.limits import MAX_BUFFERED_BYTES, TICK_INTERVAL_MS
 from homarus.usecases.ports import WakeMode
@@ -58,7 +59,7 @@ if TYPE_CHECKING:
     from homarus.usecases.recovery import Recovery
     from homarus.usecases.run_events import RunEvents
 
-__all__ = ["GatewayContext", "GatewayOptions", "WakeMode"]
+__all__ = ["GatewayContext", "GatewayOptions", "GatewayServices", "WakeMode"]
 
 
 @dataclass(slots=True)
@@ -76,39 +77,10 @@ class GatewayOptions:
     config_write_budget: tuple[int, float] = (3, 60.0)
 
 
-class GatewayContext(Protocol):
-    """The running gateway as its parts see it."""
+class GatewayServices:
+    """The gateway's services: the one list of them. Each is built on the first read of its
+    attribute, by the function of the same name in ``services/build.py`` (``SERVICES``)."""
 
-    paths: StatePaths
-    options: GatewayOptions
-    boot_id: str
-    started_at: float
-    shutting_down: bool
-    config_store: ConfigStore
-    config_budget: SlidingWindowBudget
-    auth: GatewayAuth
-    bus: EventBus
-    methods: MethodRegistry
-    presence: Presence
-    #: open WebSocket connections by id (the adapter's objects; parts only count or close them)
-    connections: dict[str, Any]
-    #: connection ids that asked for ``sessions.changed``
-    session_subscribers: set[str]
-    dedupe: DedupeCache
-    lanes: LaneQueue
-    #: what the start found of the runs the last process left unfinished
-    recovery: Recovery
-    #: the event loop's delay and CPU over the last minute
-    loop_health: LoopHealth
-    #: runs accepted and not finished
-    open_runs: int
-
-    @property
-    def config(self) -> HomarusConfig: ...
-    @property
-    def host(self) -> str: ...
-
-    # -- services, built on first read (services/build.py: SERVICES, LazyServices) ------------------
     sessions: SessionManager
     journal: RunJournal
     hooks: HookRunner
@@ -138,29 +110,68 @@ class GatewayContext(Protocol):
     audit_log: AuditLog
     raw_stream_log: AuditLog
 
+
+class GatewayContext(GatewayServices, ABC):
+    """The running gateway as its parts see it (``app.Gateway`` is the one implementation)."""
+
+    paths: StatePaths
+    options: GatewayOptions
+    boot_id: str
+    started_at: float
+    shutting_down: bool
+    config_store: ConfigStore
+    config_budget: SlidingWindowBudget
+    auth: GatewayAuth
+    bus: EventBus
+    methods: MethodRegistry
+    presence: Presence
+    #: open WebSocket connections by id (the adapter's objects; parts only count or close them)
+    connections: dict[str, Any]
+    #: connection ids that asked for ``sessions.changed``
+    session_subscribers: set[str]
+    dedupe: DedupeCache
+    lanes: LaneQueue
+    #: what the start found of the runs the last process left unfinished
+    recovery: Recovery
+    #: the event loop's delay and CPU over the last minute
+    loop_health: LoopHealth
+    #: runs accepted and not finished
+    open_runs: int
+
+    @property
+    @abstractmethod
+    def config(self) -> HomarusConfig: ...
+
+    @property
+    @abstractmethod
+    def host(self) -> str: ...
+
+    @abstractmethod
     def built(self, service: str) -> bool:
-        """Whether the lazily built service ``service`` (an attribute above) exists yet."""
-        ...
+        """Whether the lazily built service ``service`` (an attribute of GatewayServices) exists yet."""
 
     # -- behaviour ------------------------------------------------------------------------------
+    @abstractmethod
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         """Run ``coro`` in the background; the gateway keeps a reference and reaps it."""
-        ...
 
+    @abstractmethod
     async def runs_ready(self) -> None:
         """Return once the modules a run needs are imported (``services/warm.py``)."""
-        ...
 
+    @abstractmethod
     def workspace_dir(self, agent_id: str) -> Path:
         """The agent's workspace directory."""
-        ...
 
+    @abstractmethod
     def health_summary(self, *, probe: bool = False) -> dict[str, Any]: ...
 
+    @abstractmethod
     def uptime_ms(self) -> int: ...
 
+    @abstractmethod
     def state_version(self) -> dict[str, int]: ...
 
+    @abstractmethod
     def on_config_replaced(self) -> None:
         """Apply a config written through ``config.set``/``patch``."""
-        ...

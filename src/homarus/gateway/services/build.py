@@ -3,13 +3,17 @@
 The composition root maps a service name to one function here (``SERVICES``) and calls it the
 first time a part reads that service. Every function imports what its service needs *inside*
 itself, on purpose: that import is the cost of the service, and it is paid only by a gateway
-that uses it. Nothing at module level here may import a subsystem.
+that uses it. Nothing at module level here may import a subsystem. The services themselves are listed once, in
+``context.GatewayServices``; a service there without a function here fails at import.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
+
+from homarus.gateway.context import GatewayServices
 
 if TYPE_CHECKING:
     from homarus.agents.runtime import AgentRuntime
@@ -248,67 +252,22 @@ def raw_stream_log(gw: GatewayContext) -> AuditLog:
     )
 
 
+def _builders() -> dict[str, Callable[[GatewayContext], Any]]:
+    """Each service of ``GatewayServices`` with the function above of the same name."""
+    namespace = globals()
+    missing = [name for name in GatewayServices.__annotations__ if not callable(namespace.get(name))]
+    if missing:
+        raise RuntimeError(f"gateway services without a builder: {', '.join(missing)}")
+    return {name: namespace[name] for name in GatewayServices.__annotations__}
+
+
 #: service name (an attribute of the gateway) -> its builder
-SERVICES: Final = {
-    "sessions": sessions,
-    "journal": journal,
-    "hooks": hooks,
-    "hookmd": hookmd,
-    "injections": injections,
-    "models": models,
-    "extensions": extensions,
-    "tools": tools,
-    "plugins": plugins,
-    "exec_host": exec_host,
-    "sandboxes": sandboxes,
-    "web_client": web_client,
-    "tool_access": tool_access,
-    "runtime": runtime,
-    "run_events": run_events,
-    "heartbeats": heartbeats,
-    "memory": memory,
-    "cron": cron,
-    "plugin_approvals": plugin_approvals,
-    "exec_approvals": exec_approvals,
-    "channels": channels,
-    "mcp": mcp,
-    "browser": browser,
-    "devices": devices,
-    "audit_log": audit_log,
-    "raw_stream_log": raw_stream_log,
-}
+SERVICES: Final = _builders()
 
 
 class LazyServices:
-    """The gateway's services as attributes, each built by its builder in ``SERVICES`` on first read
-    and kept as a plain attribute (so later reads cost nothing)."""
-
-    sessions: SessionManager
-    journal: RunJournal
-    hooks: HookRunner
-    hookmd: HookMdRunner
-    injections: InjectionQueue
-    models: ModelRegistry
-    extensions: Extensions
-    tools: ToolRegistry
-    plugins: PluginRegistry
-    exec_host: tuple[Any, HostBackend]
-    sandboxes: SandboxSessions
-    web_client: GuardedClient
-    tool_access: ToolAccess
-    runtime: AgentRuntime
-    run_events: RunEvents
-    heartbeats: Heartbeats
-    memory: MemoryHub
-    cron: CronService
-    plugin_approvals: ApprovalManager
-    exec_approvals: ExecApprovals
-    channels: ChannelService
-    mcp: McpHub
-    browser: BrowserHub
-    devices: DeviceStore
-    audit_log: AuditLog
-    raw_stream_log: AuditLog
+    """The gateway's services (``GatewayServices``) as attributes, each built by its builder in
+    ``SERVICES`` on first read and kept as a plain attribute (so later reads cost nothing)."""
 
     if not TYPE_CHECKING:  # hidden from mypy: a misspelt attribute must stay an error there
 
