@@ -8,9 +8,9 @@ import pytest
 from pydantic import Field
 
 from homarus.errors import Forbidden, InvalidRequest, RegistrationError
+from homarus.gateway.client import ClientInfo
 from homarus.gateway.router import (
     AnyParams,
-    ClientInfo,
     EmptyParams,
     MethodCall,
     MethodRegistry,

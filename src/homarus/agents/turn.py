@@ -24,12 +24,13 @@ what happens inside one run.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from homarus.agents import compaction, setup, workspace
 from homarus.agents.compactor import RunCompactor
@@ -49,20 +50,54 @@ from homarus.plugins import events as ev
 from homarus.tools.base import tool_schema_tool
 
 if TYPE_CHECKING:
-    from homarus.agents.hook_bridge import PromptChanges
+    from pathlib import Path
+
+    from homarus.agents.hook_bridge import ApprovalFn, PromptChanges
     from homarus.agents.runs import ActiveRun, RunOutcome
-    from homarus.agents.runtime import AgentRuntime
     from homarus.agents.stream import EventTranslator
+    from homarus.agents.wiring import RuntimeWiring
     from homarus.config.schema import HomarusConfig
-    from homarus.providers.registry import ResolvedModel
-    from homarus.sessions.manager import SessionRef
+    from homarus.plugins.runner import HookRunner
+    from homarus.providers.registry import ModelRegistry, ResolvedModel
+    from homarus.sessions.keys import SessionKey
+    from homarus.sessions.manager import SessionManager, SessionRef
     from homarus.sessions.transcript import Transcript
     from homarus.skills.prompt import SkillsPrompt
-    from homarus.tools.base import Tool
+    from homarus.tools.base import Tool, ToolContext, ToolRegistry
 
-__all__ = ["Step", "Turn"]
+__all__ = ["Step", "Turn", "TurnHost"]
 
 log = logging.getLogger("homarus.agents")
+
+
+class TurnHost(Protocol):
+    """What a run uses of its runtime (``runtime.AgentRuntime``)."""
+
+    state_dir: Path
+    wiring: RuntimeWiring
+    sessions: SessionManager
+    models: ModelRegistry
+    tools: ToolRegistry
+    hooks: HookRunner
+    approve: ApprovalFn | None
+    injections: Any
+    spawn: Callable[[Coroutine[Any, Any, Any]], Any]
+    sleep: Callable[[float], Any]
+
+    def config(self) -> HomarusConfig: ...
+    async def submit(self, req: RunRequest) -> RunOutcome: ...
+    def tool_context(
+        self,
+        key: SessionKey,
+        run_id: str,
+        call_id: str,
+        workspace: Path,
+        abort: asyncio.Event,
+        skill_roots: frozenset[str] | None = None,
+        sandbox_key: SessionKey | None = None,
+        *,
+        trusted: bool = True,
+    ) -> ToolContext: ...
 
 
 class Step(enum.Enum):
@@ -92,7 +127,7 @@ class Turn:
     """One run's state as it moves through the steps (see the module docstring)."""
 
     def __init__(
-        self, rt: AgentRuntime, req: RunRequest, active: ActiveRun, translator: EventTranslator, cfg: HomarusConfig
+        self, rt: TurnHost, req: RunRequest, active: ActiveRun, translator: EventTranslator, cfg: HomarusConfig
     ) -> None:
         self.rt, self.req, self.active, self.translator, self.cfg = rt, req, active, translator, cfg
         self.key = req.session_key

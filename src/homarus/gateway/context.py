@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from homarus.protocol.limits import MAX_BUFFERED_BYTES, TICK_INTERVAL_MS
 from homarus.usecases.ports import WakeMode
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from homarus.agents.runtime import AgentRuntime
     from homarus.audit.log import AuditLog
     from homarus.browser.manager import BrowserHub
@@ -29,9 +31,7 @@ if TYPE_CHECKING:
     from homarus.config.store import ConfigStore
     from homarus.cron.service import CronService
     from homarus.gateway.events import EventBus
-    from homarus.gateway.router import MethodRegistry
     from homarus.gateway.services.auth import GatewayAuth
-    from homarus.gateway.services.build import Extensions
     from homarus.gateway.services.exec_approvals import ExecApprovals
     from homarus.gateway.services.loop_health import LoopHealth
     from homarus.gateway.services.memory import MemoryHub
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from homarus.usecases.recovery import Recovery
     from homarus.usecases.run_events import RunEvents
 
-__all__ = ["GatewayContext", "GatewayOptions", "GatewayServices", "WakeMode"]
+__all__ = ["Extensions", "GatewayContext", "GatewayOptions", "GatewayServices", "MethodTable", "WakeMode"]
 
 
 @dataclass(slots=True)
@@ -75,6 +75,35 @@ class GatewayOptions:
     max_buffered_bytes: int = MAX_BUFFERED_BYTES
     max_preauth_per_ip: int = 32
     config_write_budget: tuple[int, float] = (3, 60.0)
+
+
+@dataclass(slots=True)
+class Extensions:
+    """The tool registry and the plugins loaded into it: built together, since plugins add tools."""
+
+    tools: ToolRegistry
+    plugins: PluginRegistry
+
+
+class MethodTable(Protocol):
+    """The method registry (``router.MethodRegistry``) as the gateway's parts use it."""
+
+    def register(
+        self,
+        name: str,
+        handler: Callable[[Any, Any], Awaitable[Any]],
+        *,
+        scope: str | None,
+        params: type[BaseModel] = ...,
+        owner: str = "core",
+        advertised: bool = True,
+        roles: tuple[str, ...] = ("operator",),
+    ) -> Any: ...
+    def names(self) -> list[str]: ...
+    def advertised(self) -> list[str]: ...
+    async def dispatch(self, call: Any, params: Any) -> Any:
+        """Authorise, validate and run one ``router.MethodCall``."""
+        ...
 
 
 class GatewayServices:
@@ -123,7 +152,7 @@ class GatewayContext(GatewayServices, ABC):
     config_budget: SlidingWindowBudget
     auth: GatewayAuth
     bus: EventBus
-    methods: MethodRegistry
+    methods: MethodTable
     presence: Presence
     #: open WebSocket connections by id (the adapter's objects; parts only count or close them)
     connections: dict[str, Any]

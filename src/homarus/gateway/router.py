@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from homarus.errors import InvalidRequest, RegistrationError
+from homarus.gateway.client import ClientInfo
 from homarus.protocol.compat import check_unsupported
 from homarus.protocol.validation import format_errors
 from homarus.security.scopes import ADMIN, RESERVED_ADMIN_PREFIXES, require_scope
@@ -24,7 +25,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AnyParams",
-    "ClientInfo",
     "EmptyParams",
     "LazyMethod",
     "MethodCall",
@@ -50,40 +50,6 @@ class AnyParams(BaseModel):
     """For methods that look at their params themselves (or not at all)."""
 
     model_config = ConfigDict(extra="allow")
-
-
-@dataclass(slots=True)
-class ClientInfo:
-    """What the gateway knows about an authenticated connection."""
-
-    conn_id: str
-    ip: str
-    role: str
-    scopes: frozenset[str]
-    protocol: int
-    client_id: str
-    client_mode: str
-    client_version: str
-    platform: str
-    instance_id: str | None = None
-    display_name: str | None = None
-    device_family: str | None = None
-    model_identifier: str | None = None
-    caps: frozenset[str] = frozenset()
-    connected_at_ms: int = 0
-    #: the paired device this connection proved it holds (None: no device, or not paired)
-    device_id: str | None = None
-
-    def origin(self) -> dict[str, Any]:
-        """Who this is, for the audit trail (no secrets: ids and names the client declared)."""
-        return {
-            "kind": "connection",
-            "connId": self.conn_id,
-            "clientId": self.client_id,
-            "displayName": self.display_name,
-            "mode": self.client_mode,
-            "ip": self.ip,
-        }
 
 
 @dataclass(slots=True)

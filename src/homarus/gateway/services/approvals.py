@@ -12,8 +12,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Final
 
+from homarus.gateway.services.exec_approvals import has_approval_clients, resolved_event
 from homarus.security.approvals import ApprovalManager, ApprovalRecord, plugin_remember_key
-from homarus.security.scopes import APPROVALS, scope_allows
+from homarus.security.scopes import APPROVALS
 
 if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
@@ -25,21 +26,11 @@ __all__ = [
     "await_decision",
     "build_plugin_approvals",
     "final_payload",
-    "has_approval_clients",
-    "resolved_event",
 ]
 
 EVENT_REQUESTED: Final = "plugin.approval.requested"
 EVENT_RESOLVED: Final = "plugin.approval.resolved"
 EVENTS: Final = (EVENT_REQUESTED, EVENT_RESOLVED)
-
-
-def has_approval_clients(gateway: GatewayContext, *, exclude: str | None = None) -> bool:
-    """Whether an operator connection other than ``exclude`` may resolve approvals."""
-    return any(
-        r.conn_id != exclude and r.role == "operator" and scope_allows(r.scopes, APPROVALS)
-        for r in gateway.bus.recipients()
-    )
 
 
 def final_payload(record: ApprovalRecord) -> dict[str, Any]:
@@ -56,7 +47,7 @@ async def await_decision(
 ) -> dict[str, Any]:
     """The final answer to an ``*.approval.request``: expired at once when no operator but the
     requester could decide, else (after the ``accepted`` ack of a two-phase request) the decision."""
-    if not has_approval_clients(call.gateway, exclude=call.client.conn_id):
+    if not has_approval_clients(call.gateway.bus, exclude=call.client.conn_id):
         manager.expire(record.id, "no-approval-route")
         return final_payload(record)
     if two_phase:
@@ -72,16 +63,6 @@ async def await_decision(
     return final_payload(record)
 
 
-def resolved_event(record: ApprovalRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "decision": record.decision,
-        "resolvedBy": record.resolved_by,
-        "ts": record.resolved_at_ms,
-        "request": record.request,
-    }
-
-
 def approve_tool_call(gateway: GatewayContext) -> Callable[[dict[str, Any], int, asyncio.Event], Awaitable[str | None]]:
     """How a plugin-gated tool call asks the operators (clients with operator.approvals)."""
 
@@ -91,7 +72,7 @@ def approve_tool_call(gateway: GatewayContext) -> Callable[[dict[str, Any], int,
             timeout_ms=timeout_ms,
             abort=abort,
             remember_key=plugin_remember_key(payload.get("pluginId"), payload.get("toolName")),
-            route_available=has_approval_clients(gateway),
+            route_available=has_approval_clients(gateway.bus),
         )
 
     return approve

@@ -10,10 +10,9 @@ that uses it. Nothing at module level here may import a subsystem. The services 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from homarus.gateway.context import GatewayServices
+from homarus.gateway.context import Extensions, GatewayServices
 
 if TYPE_CHECKING:
     from homarus.agents.runtime import AgentRuntime
@@ -42,7 +41,7 @@ if TYPE_CHECKING:
     from homarus.usecases.heartbeat import Heartbeats
     from homarus.usecases.run_events import RunEvents
 
-__all__ = ["SERVICES", "Extensions", "LazyServices"]
+__all__ = ["SERVICES", "LazyServices"]
 
 
 def sessions(gw: GatewayContext) -> SessionManager:
@@ -94,14 +93,6 @@ def models(gw: GatewayContext) -> ModelRegistry:
     if gw.built("extensions"):
         add_plugin_providers(gw, gw.plugins, registry)
     return registry
-
-
-@dataclass(slots=True)
-class Extensions:
-    """The tool registry and the plugins loaded into it: built together, since plugins add tools."""
-
-    tools: ToolRegistry
-    plugins: PluginRegistry
 
 
 def extensions(gw: GatewayContext) -> Extensions:

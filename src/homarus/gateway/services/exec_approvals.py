@@ -15,27 +15,30 @@ import asyncio
 import hashlib
 import json
 import logging
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from homarus.errors import Forbidden, NotFound
-from homarus.gateway.services.approvals import has_approval_clients, resolved_event
 from homarus.security.approvals import ApprovalManager, ApprovalOutcome, ApprovalRecord, Decision
 from homarus.security.exec_approvals_file import add_patterns, approvals_path
-from homarus.security.scopes import APPROVALS
+from homarus.security.scopes import APPROVALS, scope_allows
 
 if TYPE_CHECKING:
-    from homarus.gateway.context import GatewayContext
-    from homarus.gateway.router import ClientInfo
+    from homarus.config.paths import StatePaths
+    from homarus.gateway.client import ClientInfo
+    from homarus.gateway.events import EventBus
     from homarus.tools.exec import ExecApprover
 
 __all__ = [
     "EVENTS",
     "MISMATCH",
     "ExecApprovals",
+    "ExecApprovalsHost",
     "authorize",
     "binding_of",
     "check_match",
+    "has_approval_clients",
     "request_payload",
+    "resolved_event",
 ]
 
 log = logging.getLogger("homarus.exec_approvals")
@@ -113,10 +116,34 @@ def authorize(
     return record.decision
 
 
+def has_approval_clients(bus: EventBus, *, exclude: str | None = None) -> bool:
+    """Whether an operator connection other than ``exclude`` may resolve approvals."""
+    return any(
+        r.conn_id != exclude and r.role == "operator" and scope_allows(r.scopes, APPROVALS) for r in bus.recipients()
+    )
+
+
+def resolved_event(record: ApprovalRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "decision": record.decision,
+        "resolvedBy": record.resolved_by,
+        "ts": record.resolved_at_ms,
+        "request": record.request,
+    }
+
+
+class ExecApprovalsHost(Protocol):
+    """What the exec approvals use: the state dir (allow-always patterns) and the event bus."""
+
+    paths: StatePaths
+    bus: EventBus
+
+
 class ExecApprovals(ApprovalManager):
     """The ``exec`` approval manager, which also remembers who asked for each approval."""
 
-    def __init__(self, gateway: GatewayContext) -> None:
+    def __init__(self, gateway: ExecApprovalsHost) -> None:
         self.gateway = gateway
         self.file_path = approvals_path(gateway.paths.state_dir)
         #: approval id -> (connection id, client id, client instance id) of the requester
@@ -164,7 +191,8 @@ class ExecApprovals(ApprovalManager):
                 timeout_ms=timeout_ms,
                 abort=abort,
                 allow_always=bool(payload["allowAlwaysPatterns"]),
-                route_available=has_approval_clients(self.gateway) or any(r.can_route(payload) for r in self.routes),
+                route_available=has_approval_clients(self.gateway.bus)
+                or any(r.can_route(payload) for r in self.routes),
             )
 
         return approver

@@ -12,22 +12,36 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from homarus.memory.chain import build_embedding_provider
 from homarus.memory.embedding import EmbeddingProvider
 from homarus.memory.manager import MemoryManager, embedding_settings
 
 if TYPE_CHECKING:
-    from homarus.gateway.context import GatewayContext
+    from pathlib import Path
 
-__all__ = ["MemoryHub"]
+    from homarus.config.paths import StatePaths
+    from homarus.config.schema import HomarusConfig
+
+__all__ = ["MemoryHost", "MemoryHub"]
 
 log = logging.getLogger("homarus.memory")
 
 
+class MemoryHost(Protocol):
+    """What the agents' memories use of the gateway: the config, the state dir, the workspaces."""
+
+    @property
+    def config(self) -> HomarusConfig: ...
+
+    paths: StatePaths
+
+    def workspace_dir(self, agent_id: str) -> Path: ...
+
+
 class MemoryHub:
-    def __init__(self, gateway: GatewayContext) -> None:
+    def __init__(self, gateway: MemoryHost) -> None:
         self.gateway = gateway
         self._managers: dict[str, MemoryManager] = {}
         self._providers: list[EmbeddingProvider] = []

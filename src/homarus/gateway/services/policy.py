@@ -3,7 +3,7 @@ it), and the compiled policy every surface asks (:class:`ToolAccess`)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from homarus.errors import NotFound
 from homarus.security.tool_policy import LayerSpec, PolicyInputs, ToolPolicy
@@ -11,13 +11,32 @@ from homarus.security.tool_policy import LayerSpec, PolicyInputs, ToolPolicy
 if TYPE_CHECKING:
     from homarus.agents.request import RunRequest
     from homarus.config.schema import HomarusConfig
-    from homarus.gateway.context import GatewayContext
     from homarus.sessions.keys import SessionKey
+    from homarus.tools.base import ToolRegistry
+    from homarus.usecases.chat.service import ChannelService
 
-__all__ = ["ToolAccess", "policy_inputs", "stranger_grant"]
+__all__ = ["GrantHost", "ToolAccess", "ToolsHost", "policy_inputs", "stranger_grant"]
 
 
-def stranger_grant(gw: GatewayContext, req: RunRequest) -> tuple[str, ...] | None:
+class ToolsHost(Protocol):
+    """What the compiled tool policy reads: the config and the tools there are."""
+
+    @property
+    def config(self) -> HomarusConfig: ...
+
+    tools: ToolRegistry
+
+
+class GrantHost(Protocol):
+    """What a non-owner's grant reads: the config and the channel accounts' settings."""
+
+    @property
+    def config(self) -> HomarusConfig: ...
+
+    channels: ChannelService
+
+
+def stranger_grant(gw: GrantHost, req: RunRequest) -> tuple[str, ...] | None:
     """``strangerTools`` of the channel account a non-owner's run came from (None: not granted)."""
     origin: dict[str, Any] = req.origin if isinstance(req.origin, dict) else {}
     raw = origin.get("target")
@@ -84,7 +103,7 @@ def policy_inputs(cfg: HomarusConfig) -> PolicyInputs:
 class ToolAccess:
     """The compiled tool policy of the current config (rebuilt after a config change)."""
 
-    def __init__(self, gateway: GatewayContext) -> None:
+    def __init__(self, gateway: ToolsHost) -> None:
         self.gateway = gateway
         self._policy: ToolPolicy | None = None
 

@@ -12,8 +12,9 @@ import orjson
 
 from homarus.config.values import is_loopback_host
 from homarus.errors import HomarusError, Unavailable
+from homarus.gateway.client import ClientInfo
 from homarus.gateway.errors import error_shape
-from homarus.gateway.router import ClientInfo, MethodCall
+from homarus.gateway.router import MethodCall
 from homarus.gateway.ws.hello import hello_payload
 from homarus.gateway.ws.outbox import Outbox
 from homarus.gateway.ws.uvicorn_ws import MAX_SIZE_EXTENSION

@@ -9,8 +9,8 @@ from homarus.protocol.limits import MAX_PAYLOAD_BYTES
 from homarus.security.scopes import ADMIN
 
 if TYPE_CHECKING:
+    from homarus.gateway.client import ClientInfo
     from homarus.gateway.context import GatewayContext
-    from homarus.gateway.router import ClientInfo
 
 __all__ = ["GATEWAY_EVENTS", "hello_payload"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from homarus.gateway.router import ClientInfo
+from homarus.gateway.client import ClientInfo
 
 __all__ = ["Presence", "presence_entry"]
 
