@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from homarus.queue.dedupe import DedupeCache
     from homarus.queue.journal import RunJournal, RunRecord
     from homarus.sessions.manager import SessionManager
-    from homarus.usecases.chat.runs import ChatRunHost
+    from homarus.usecases.chat.ports import ChatRunHost
     from homarus.usecases.webhooks import WebhookHost
 
     class JournalHost(Protocol):

@@ -35,7 +35,7 @@ from homarus.tasks import cancel_and_wait
 if TYPE_CHECKING:
     from homarus.channels.inbox import InboxRow
     from homarus.channels.model import InboundMessage
-    from homarus.usecases.chat.service import ChannelService, ChatHost
+    from homarus.usecases.chat.ports import ChatHost, ChatService
 
 __all__ = ["InboundDispatcher"]
 
@@ -54,7 +54,7 @@ def _now_ms() -> int:
 
 
 class InboundDispatcher:
-    def __init__(self, host: ChatHost, service: ChannelService) -> None:
+    def __init__(self, host: ChatHost, service: ChatService) -> None:
         self.host = host
         self.service = service
         self.manager = service.manager

@@ -24,7 +24,7 @@ from homarus.messages import ImageContent
 
 if TYPE_CHECKING:
     from homarus.channels.model import InboundMessage
-    from homarus.usecases.chat.service import ChannelService
+    from homarus.usecases.chat.ports import Replier
 
 __all__ = ["MediaResult", "fetch_media"]
 
@@ -47,7 +47,7 @@ def _mb(size: int) -> str:
 
 
 async def fetch_media(
-    service: ChannelService,
+    service: Replier,
     messages: list[InboundMessage],
     session_key: str,
     workspace: Path,
@@ -110,7 +110,7 @@ def _bytes_in(directory: Path) -> int:
         return 0
 
 
-async def _too_large(service: ChannelService, msg: InboundMessage, kind: str, size: int, limit: int) -> None:
+async def _too_large(service: Replier, msg: InboundMessage, kind: str, size: int, limit: int) -> None:
     text = TOO_LARGE.format(kind="file" if kind == "document" else kind, size=_mb(size), limit=_mb(limit))
     key = f"toolarge:{msg.channel}:{msg.account_id}:{msg.chat_id}:{msg.message_id}"
     await service.reply(msg.target, text, key=key, markdown=False)

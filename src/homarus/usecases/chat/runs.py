@@ -18,22 +18,21 @@ import contextlib
 import hashlib
 import logging
 import uuid
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 
 from homarus.agents.runs import RunOutcome
 from homarus.channels.chunking import chunk_text
 from homarus.channels.model import OutboundMessage, Target
 from homarus.plugins import events as ev
 from homarus.security.external_content import wrap_external_content
-from homarus.usecases.runs import RunHost, final_payload, record_end, run_to_outcome
+from homarus.usecases.runs import final_payload, record_end, run_to_outcome
 
 if TYPE_CHECKING:
     from homarus.agents.request import RunRequest
     from homarus.channels.model import InboundMessage
-    from homarus.plugins.runner import HookRunner
-    from homarus.usecases.chat.service import ChannelService
+    from homarus.usecases.chat.ports import ChatRunHost
 
-__all__ = ["KIND", "ChatRunHost", "compose_prompt", "run_and_deliver", "run_id_for"]
+__all__ = ["KIND", "compose_prompt", "run_and_deliver", "run_id_for"]
 
 log = logging.getLogger("homarus.channels")
 
@@ -42,13 +41,6 @@ TYPING_EVERY_S: Final = 4.0
 #: a reply this quick needs no typing indicator (and the request would only delay it)
 TYPING_AFTER_S: Final = 0.25
 ERROR_TEXT: Final = "Sorry, something went wrong while answering ({reason}). Please try again."
-
-
-class ChatRunHost(RunHost, Protocol):
-    """What a chat run uses: the run services, the channels (typing, the outbox), the send hooks."""
-
-    channels: ChannelService
-    hooks: HookRunner
 
 
 def run_id_for(first: InboundMessage) -> str:

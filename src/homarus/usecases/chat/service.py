@@ -12,7 +12,7 @@ import asyncio
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 from homarus.agents.request import RunRequest
@@ -20,27 +20,22 @@ from homarus.channels.manager import ChannelManager
 from homarus.channels.model import OutboundMessage, Target
 from homarus.errors import InvalidRequest, NotFound, Unavailable
 from homarus.plugins import events as ev
-from homarus.usecases.chat.commands import ChannelCommands, CommandsHost
+from homarus.usecases.chat.commands import ChannelCommands
 from homarus.usecases.chat.inbound import InboundDispatcher
 from homarus.usecases.chat.media import fetch_media
-from homarus.usecases.chat.runs import KIND, ChatRunHost, compose_prompt, run_and_deliver, run_id_for
-from homarus.usecases.ports import Spawner
+from homarus.usecases.chat.runs import KIND, compose_prompt, run_and_deliver, run_id_for
 from homarus.usecases.runs import start_run
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from homarus.channels.access import Decision
     from homarus.channels.inbox import InboxRow
     from homarus.channels.model import SendReceipt
     from homarus.channels.outbox import OutboxRow
     from homarus.channels.routing import Route
-    from homarus.config.paths import StatePaths
     from homarus.security.approvals import ApprovalRecord
-    from homarus.security.ssrf import GuardedClient
-    from homarus.usecases.ports import Publisher
+    from homarus.usecases.chat.ports import ChatHost
 
-__all__ = ["ChannelService", "ChatHost"]
+__all__ = ["ChannelService"]
 
 log = logging.getLogger("homarus.channels")
 
@@ -49,19 +44,6 @@ RETENTION_MS: Final = 30 * 24 * 3600 * 1000
 APPROVAL_TEXT: Final = (
     "Approval needed to run:\n{command}\n\nReply /approve {id} allow-once (or allow-always, or deny)."
 )
-
-
-class ChatHost(ChatRunHost, CommandsHost, Spawner, Protocol):
-    """What the chat pipeline uses, from a committed message to its reply: the run services, the
-    owner commands' services, the plugins (channels, hooks), the guarded egress (attachments), the
-    agent's workspace (where they land) and the event bus (pairing requests)."""
-
-    paths: StatePaths
-    web_client: GuardedClient
-
-    @property
-    def bus(self) -> Publisher: ...
-    def workspace_dir(self, agent_id: str) -> Path: ...
 
 
 class ChannelService:
