@@ -10,7 +10,8 @@ import pytest
 
 from homarus.errors import InvalidRequest
 from homarus.tools.base import ToolContext, ToolServices
-from homarus.tools.cron_tool import CronControl, cron_tool
+from homarus.tools.cron_tool import cron_tool
+from homarus.tools.services import CronControl
 from tests.cron.helpers import make_rig
 
 

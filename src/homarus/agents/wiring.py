@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from homarus.tools.base import ToolServices
+from homarus.tools.services import ToolServices
 
 if TYPE_CHECKING:
     from homarus.agents.request import RunRequest

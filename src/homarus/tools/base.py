@@ -19,14 +19,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from homarus.errors import InvalidRequest, RegistrationError
 from homarus.messages import ImageContent, TextContent, ToolSpec
+from homarus.tools.services import ToolServices
 
 if TYPE_CHECKING:
-    from homarus.sessions.manager import SessionManager
-    from homarus.tools.cron_tool import CronControl
-    from homarus.tools.exec import ExecApprover, ToolHooks
-    from homarus.tools.memory_tools import MemoryService
     from homarus.tools.sandbox_sessions import SandboxView
-    from homarus.tools.subagents import SubagentHost
 
 __all__ = [
     "Tool",
@@ -37,25 +33,6 @@ __all__ = [
     "tool_from_function",
     "tool_schema_tool",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolServices:
-    """What the gateway lends to tools, each typed by what its tools use (a ``Protocol`` in the
-    tool's module where the real object lives in a layer above); None: not available here."""
-
-    sessions: SessionManager | None = None
-    #: runs sub-agents and agent-to-agent messages (``sessions_spawn``, ``sessions_send``)
-    runtime: SubagentHost | None = None
-    #: the plugin hook runner (``exec`` asks ``before_tool_call``-style hooks about environments)
-    hooks: ToolHooks | None = None
-    exec_approvals: ExecApprover | None = None
-    cron: CronControl | None = None
-    #: the chat channels service, when the config has channels (``message``)
-    channels: Callable[[], Any] | None = None
-    memory: MemoryService | None = None
-    #: the real directories of the skills this run's prompt lists (``read`` may open files there)
-    skills: frozenset[str] | None = None
 
 
 @dataclass(slots=True)

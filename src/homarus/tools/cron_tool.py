@@ -9,33 +9,18 @@ enqueues: a cron run started from inside a cron run must not wait on the lane it
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from homarus.errors import InvalidRequest
 from homarus.tools.base import Tool, ToolContext, ToolResult, tool_from_function
+from homarus.tools.services import CronControl
 
-__all__ = ["CronControl", "cron_tool"]
+__all__ = ["cron_tool"]
 
 MAX_OUTPUT_CHARS = 20_000
 Action = Literal["status", "list", "add", "update", "remove", "run", "runs"]
-
-
-class CronControl(Protocol):
-    def status(self) -> dict[str, Any]: ...
-
-    def list_jobs(self, *, include_disabled: bool = ..., limit: int = ..., offset: int = ...) -> dict[str, Any]: ...
-
-    async def add(self, spec: dict[str, Any], *, default_agent_id: str | None = ...) -> dict[str, Any]: ...
-
-    async def update(self, job_id: str, patch: dict[str, Any]) -> dict[str, Any]: ...
-
-    async def remove(self, job_id: str) -> dict[str, Any]: ...
-
-    async def run(self, job_id: str, *, mode: Literal["force", "due"] = ..., wait: bool = ...) -> dict[str, Any]: ...
-
-    async def runs(self, job_id: str, *, limit: int = ..., offset: int = ...) -> dict[str, Any]: ...
 
 
 def _control(ctx: ToolContext) -> CronControl:

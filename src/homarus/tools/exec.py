@@ -24,19 +24,17 @@ proxies, ...) are refused from the model and dropped from hook results.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from homarus.errors import InvalidRequest
 from homarus.plugins import events as ev
-from homarus.security.approvals import ApprovalOutcome
 from homarus.tools.base import Tool, ToolContext, ToolResult, tool_from_function
 from homarus.tools.exec_policy import ExecPlan, ExecPolicy, fallback_plan, plan_exec
 from homarus.tools.paths import PathError, in_mount, resolve
@@ -83,20 +81,6 @@ _MODE_NOTES = {
         "process outlives its timeout."
     ),
 }
-
-
-class ExecApprover(Protocol):
-    """Asks the operators (``ToolContext.services.exec_approvals``); the gateway provides it."""
-
-    async def __call__(
-        self, request: dict[str, Any], timeout_ms: int, abort: asyncio.Event | None
-    ) -> ApprovalOutcome: ...
-
-
-class ToolHooks(Protocol):
-    def has(self, hook: str) -> bool: ...
-
-    async def modify(self, hook: str, event: Any, *, tool_name: str | None = None) -> Any: ...
 
 
 def check_env(env: Mapping[str, str] | None) -> dict[str, str]:

@@ -14,29 +14,18 @@ snippet, source and a ``path#Lx-Ly`` citation), plus what Homarus adds for hones
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from homarus.errors import HomarusError
 from homarus.tools.base import Tool, ToolContext, ToolResult, tool_from_function
+from homarus.tools.services import MemoryService
 
-__all__ = ["MemoryService", "memory_tools"]
+__all__ = ["memory_tools"]
 
 DISABLED_MESSAGE = "memory is disabled"
 MAX_QUERY_CHARS = 2000
-
-
-class _Dictable(Protocol):
-    def to_dict(self) -> dict[str, Any]: ...
-
-
-class MemoryService(Protocol):
-    """What the tools need from ``homarus.memory.manager.MemoryManager``."""
-
-    async def search(self, query: str, max_results: int | None = None, min_score: float | None = None) -> _Dictable: ...
-
-    async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> Any: ...
 
 
 def _service(ctx: ToolContext) -> MemoryService | None:

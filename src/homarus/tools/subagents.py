@@ -20,13 +20,13 @@ import uuid
 from collections.abc import Callable, Collection, Coroutine
 from dataclasses import dataclass, field, is_dataclass
 from types import SimpleNamespace
-from typing import Any, Protocol, get_type_hints
+from typing import Any, get_type_hints
 
 from homarus.errors import HomarusError, InvalidRequest
 from homarus.plugins import events as ev
 from homarus.tools.base import Tool, ToolContext, ToolResult, tool_from_function
 
-__all__ = ["SubagentHost", "SubagentState", "announce_text", "make_subagent_tools", "subagent_tools"]
+__all__ = ["SubagentState", "announce_text", "make_subagent_tools", "subagent_tools"]
 
 log = logging.getLogger("homarus.tools.subagents")
 
@@ -318,14 +318,6 @@ def _child_prompt(requester: str, label: str | None) -> str:
         "Complete that task and end with a reply that contains the result: it is announced to the "
         "requester, which relays it. Do not address the end user or start unrelated work."
     )
-
-
-class SubagentHost(Protocol):
-    """What sub-agents need of the agent runtime, lent as ``ToolContext.services.runtime``: it runs a
-    request (of the type its ``submit`` declares); its ``models``, ``hooks`` and ``spawn`` are used
-    when it has them."""
-
-    async def submit(self, req: Any) -> Any: ...
 
 
 def _services(ctx: ToolContext) -> tuple[Any, Any]:

@@ -16,7 +16,7 @@ from homarus.gateway.services.memory_access import memory_for, session_started
 from homarus.gateway.services.policy import stranger_grant
 from homarus.gateway.services.skills import plugin_skill_dirs
 from homarus.gateway.services.tooling import prepare_tools
-from homarus.tools.base import ToolServices
+from homarus.tools.services import ToolServices
 
 if TYPE_CHECKING:
     from homarus.agents.request import RunRequest

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from homarus.config.paths import StatePaths
     from homarus.gateway.client import ClientInfo
     from homarus.gateway.events import EventBus
-    from homarus.tools.exec import ExecApprover
+    from homarus.tools.services import ExecApprover
 
 __all__ = [
     "EVENTS",
