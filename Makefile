@@ -39,6 +39,7 @@ lint: install
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	PYTHONPATH=src $(LINT_VENV)/bin/lint-imports
+	PYTHONPATH=src $(LINT_VENV)/bin/python scripts/module_cycles.py
 
 test: lint
 	@# pytest exit 5 means nothing was collected: a broken setup, never a pass.

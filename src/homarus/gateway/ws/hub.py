@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
+from homarus.gateway.events import Recipient
 from homarus.gateway.ws.admission import Admission
 from homarus.gateway.ws.pacing import TurnPacer
 
 if TYPE_CHECKING:
+    from homarus.gateway.client import ClientInfo
     from homarus.gateway.context import GatewayContext
-    from homarus.gateway.ws.connection import WSConnection
 
-__all__ = ["WSHub"]
+__all__ = ["Attached", "WSHub"]
+
+
+class Attached(Recipient, Protocol):
+    """A connection as the hub keeps it (``connection.WSConnection``): once its handshake is done."""
+
+    info: ClientInfo | None
 
 
 class WSHub:
@@ -24,7 +31,7 @@ class WSHub:
         self.pacer = TurnPacer()
         self._drained = asyncio.Event()
 
-    def attach(self, conn: WSConnection) -> None:
+    def attach(self, conn: Attached) -> None:
         assert conn.info is not None
         gw = self.gateway
         gw.connections[conn.conn_id] = conn
@@ -32,7 +39,7 @@ class WSHub:
         if gw.presence.add(conn.conn_id, conn.info):
             self._presence_changed()
 
-    def detach(self, conn: WSConnection) -> None:
+    def detach(self, conn: Attached) -> None:
         gw = self.gateway
         gw.connections.pop(conn.conn_id, None)
         gw.bus.remove(conn.conn_id)
