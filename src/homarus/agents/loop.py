@@ -17,7 +17,6 @@ ends the run. The loop never raises for model or tool failures; they become mess
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -60,6 +59,7 @@ from homarus.messages import (
 )
 from homarus.providers.classify import is_context_overflow, is_retryable
 from homarus.providers.registry import ResolvedModel
+from homarus.tasks import cancel_and_wait
 from homarus.tools.base import Tool, ToolContext, ToolResult
 
 __all__ = ["NO_HOOKS", "SKIPPED_TEXT", "LoopHooks", "LoopResult", "LoopSettings", "run_agent_loop"]
@@ -452,8 +452,5 @@ async def _guarded(tool: Tool, call: ToolCall, s: LoopSettings) -> ToolResultMes
     if runner in done:
         aborter.cancel()
         return runner.result()
-    runner.cancel()
-    # the tool may also fail while being cancelled; the abort is what the model should see
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await runner
+    await cancel_and_wait(runner)  # what the tool raises while cancelled is moot: the abort is the answer
     return _error_result(call, ABORTED_TEXT)

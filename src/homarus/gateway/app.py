@@ -35,6 +35,7 @@ from homarus.protocol.limits import CloseCode
 from homarus.queue.dedupe import DedupeCache
 from homarus.queue.lanes import LaneQueue
 from homarus.security.ratelimit import SlidingWindowBudget
+from homarus.tasks import cancel_and_wait
 from homarus.usecases.recovery import Recovery, recover_runs, resubmit
 
 if TYPE_CHECKING:
@@ -253,9 +254,7 @@ class Gateway(LazyServices, GatewayContext):
         await self.loop_health.stop()
         self.bus.broadcast("shutdown", {"reason": reason, "restartExpectedMs": restart_expected_ms})
         await self.ws.close_all(CloseCode.SERVICE_RESTART, "service restart")
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)  # cancelled above, before the sockets closed
         await self._close_services()
 
     async def _close_services(self) -> None:

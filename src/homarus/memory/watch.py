@@ -13,7 +13,6 @@ the index dirty and runs a sync; a failing sync is logged and the watcher keeps 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 from collections.abc import Iterable, Sequence
@@ -83,11 +82,7 @@ class MemoryWatcher:
             try:
                 await restart.wait()
             finally:
-                for t in tasks:
-                    t.cancel()
-                for t in tasks:
-                    with contextlib.suppress(asyncio.CancelledError, Exception):
-                        await t
+                await cancel_and_wait(*tasks)
 
     async def _watch_root(self, restart: asyncio.Event) -> None:
         from watchfiles import awatch

@@ -30,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 from homarus.agents.request import RunRequest
 from homarus.agents.runs import RunOutcome
 from homarus.security.scopes import READ
+from homarus.tasks import cancel_and_wait
 from homarus.usecases.runs import run_and_finish, start_run
 from homarus.usecases.session_events import emit_session_changed
 
@@ -207,9 +208,7 @@ class EventStream(Response):
                 pump.result()
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
-        pump.cancel()
-        with contextlib.suppress(asyncio.CancelledError, OSError):
-            await pump
+        await cancel_and_wait(pump)  # the client left: stop writing to it
         if self.on_disconnect is not None:
             self.on_disconnect()
 
