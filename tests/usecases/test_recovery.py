@@ -1,5 +1,5 @@
 """The recovery rule of each entry point, applied to a journal and transcripts left by a crash
-(gateway/services/run_recovery.py). A real gateway object on a temp state dir, not started."""
+(usecases/recovery.py). A real gateway object on a temp state dir, not started."""
 
 from __future__ import annotations
 

@@ -2,5 +2,5 @@
 
 A channel is a plugin (``PluginApi.register_channel``); the built-in ones are bundled plugins
 registered the same way. This package knows nothing of agent runs: the gateway composes it with
-the runtime (``gateway/services/channels.py``).
+the runtime (``usecases/chat/``).
 """

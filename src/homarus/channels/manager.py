@@ -5,7 +5,7 @@ account of each configured channel whose plugin registered it, starts them concu
 bounded by a timeout, so one slow platform never delays the others or the gateway), and is the
 accounts' sink: a received batch is committed to the inbox (with its cursor) before the call
 returns, then the dispatcher is woken. What happens to an inbound message after that is the
-gateway's business (``gateway/services/channel_inbound.py``).
+application's business (``usecases/chat/inbound.py``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ was folded into a running run, ``joined_to``) → a terminal status (``ok``, ``e
 ``aborted``, ``interrupted``).
 
 After a restart the gateway reads :meth:`RunJournal.unfinished` and applies its entry point's
-recovery rule (``gateway/services/run_recovery.py``): a run is queued again (:meth:`requeue`; a run
+recovery rule (``usecases/recovery.py``): a run is queued again (:meth:`requeue`; a run
 that had started counts one more ``resumes``) or ends ``interrupted`` (:meth:`interrupt`). Finished
 runs older than the retention are pruned.
 

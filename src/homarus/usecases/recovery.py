@@ -19,7 +19,7 @@ chat channels      runs after the restart, in order        resumed from its tran
 "Interrupted" also records the run's unanswered tool calls as aborted, so nothing that had started
 runs again; "resumed" continues with what the transcript holds (``agents/resume.py``). Queued and
 resumed runs are submitted in the order they were accepted, so each session keeps its order. A cron
-run goes back to its job (``services/cron.py``): the scheduler runs the job again at start, and that
+run goes back to its job (``usecases/cron.py``): the scheduler runs the job again at start, and that
 run is this one, continued, so its bookkeeping and delivery happen once.
 
 A run *folded* into another (its message steered into a running run, or merged into a queued
