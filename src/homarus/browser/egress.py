@@ -16,8 +16,9 @@ address :meth:`Egress.pin` checked.
 from __future__ import annotations
 
 import json
+from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import urljoin, urlsplit
 
 from homarus.security.ssrf import Resolver, checked_address
@@ -36,13 +37,36 @@ MAX_REDIRECTS = 10
 REDIRECT_HEADER = "x-homarus-redirect"
 
 
+class Refusal(NamedTuple):
+    seq: int
+    url: str
+    why: str
+    #: the page whose request it was (None: the browser's own background traffic, a WebSocket)
+    page: Any
+
+
 @dataclass
 class Egress:
     allow_hosts: tuple[str, ...] = ()
-    #: the latest refusals (URL, why), newest last: the tool reports them for the page it drives
-    blocked: list[tuple[str, str]] = field(default_factory=list)
     #: how names are resolved (None: the system's; tests stand in a rebinding DNS)
     resolver: Resolver | None = None
+    #: the latest refusals, newest last (bounded): the tool reports those of the page it drives
+    _refusals: deque[Refusal] = field(default_factory=lambda: deque(maxlen=MAX_BLOCKED))
+    _seq: int = 0
+
+    @property
+    def blocked(self) -> list[tuple[str, str]]:
+        """The latest refusals (URL, why), whoever's request it was."""
+        return [(r.url, r.why) for r in self._refusals]
+
+    def mark(self) -> int:
+        """A point to ask :meth:`since` from."""
+        return self._seq
+
+    def since(self, mark: int, page: Any) -> list[tuple[str, str]]:
+        """The refusals of ``page``'s requests after ``mark``. Chromium's own background requests
+        (which have no page) and other tabs' are not this page's."""
+        return [(r.url, r.why) for r in self._refusals if r.seq > mark and r.page is page]
 
     def _allowed_host(self, host: str) -> bool:
         return any(host == p or (p.startswith("*.") and host.endswith(p[1:])) for p in self.allow_hosts)
@@ -69,16 +93,17 @@ class Egress:
         policy = SsrfPolicy(trusted_hostnames=frozenset({host}) if self._allowed_host(host) else frozenset())
         return await checked_address(url, policy, self.resolver)
 
-    def refuse(self, url: str, why: str) -> None:
-        self.blocked.append((url, why))
-        del self.blocked[:-MAX_BLOCKED]
+    def refuse(self, url: str, why: str, page: Any = None) -> None:
+        self._seq += 1
+        self._refusals.append(Refusal(self._seq, url, why, page))
 
     async def route(self, route: Route) -> None:
         request = route.request
         url = request.url
+        page = _page_of(request)
         why = await self.check(url)
         if why is not None:
-            self.refuse(url, why)
+            self.refuse(url, why, page)
             await route.abort("blockedbyclient")
             return
         if urlsplit(url).scheme.lower() in _LOCAL_SCHEMES:
@@ -89,7 +114,7 @@ class Egress:
             try:
                 response = await route.fetch(url=current, max_redirects=0)
             except Exception as exc:  # unreachable, reset: the page sees a failed request
-                self.refuse(current, f"fetch failed: {exc}")
+                self.refuse(current, f"fetch failed: {exc}", page)
                 await route.abort("failed")
                 return
             location = response.headers.get("location")
@@ -99,7 +124,7 @@ class Egress:
             target = urljoin(current, location)
             why = await self.check(target)
             if why is not None:
-                self.refuse(target, why)
+                self.refuse(target, why, page)
                 await route.abort("blockedbyclient")
                 return
             if request.is_navigation_request():
@@ -112,7 +137,7 @@ class Egress:
                 )
                 return
             current = target  # a subresource: follow here, every hop checked
-        self.refuse(url, f"more than {MAX_REDIRECTS} redirects")
+        self.refuse(url, f"more than {MAX_REDIRECTS} redirects", page)
         await route.abort("failed")
 
     async def route_websocket(self, ws: Any) -> None:
@@ -122,3 +147,11 @@ class Egress:
             await ws.close(code=1008, reason="blocked")
             return
         ws.connect_to_server()
+
+
+def _page_of(request: Any) -> Any:
+    """The page a request belongs to (None: a service worker's or the browser's own request)."""
+    try:
+        return request.frame.page
+    except Exception:  # Playwright raises for a request that has no frame
+        return None

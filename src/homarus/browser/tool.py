@@ -104,7 +104,7 @@ async def _act(agent: AgentBrowser, ctx: ToolContext, action: str, a: dict[str, 
         return await _navigate(agent, page, a["url"], ctx.session_key)
     if action == "snapshot":
         return await _snapshot(agent, page, ctx.session_key)
-    before = len(agent.egress.blocked)
+    before = agent.egress.mark()
     if action in ("click", "type", "select", "hover"):
         target = await _target(page, a["ref"])
         if action == "click":
@@ -118,7 +118,7 @@ async def _act(agent: AgentBrowser, ctx: ToolContext, action: str, a: dict[str, 
         else:
             await target.select_option(a["values"] or ([a["text"]] if a["text"] else []))
         await _settle(page)
-        return ToolResult.text(f"{action} {a['ref']}: done; now at {page.url}" + _blocked_note(agent, before))
+        return ToolResult.text(f"{action} {a['ref']}: done; now at {page.url}" + _blocked_note(agent, page, before))
     if action == "press":
         if not a["key"]:
             raise InvalidRequest("press needs key (e.g. Enter, Tab, ArrowDown)")
@@ -127,7 +127,7 @@ async def _act(agent: AgentBrowser, ctx: ToolContext, action: str, a: dict[str, 
         else:
             await page.keyboard.press(a["key"])
         await _settle(page)
-        return ToolResult.text(f"pressed {a['key']}; now at {page.url}" + _blocked_note(agent, before))
+        return ToolResult.text(f"pressed {a['key']}; now at {page.url}" + _blocked_note(agent, page, before))
     if action == "scroll":
         if a["ref"]:
             await (await _target(page, a["ref"])).scroll_into_view_if_needed()
@@ -170,12 +170,12 @@ async def _navigate(agent: AgentBrowser, page: Page, url: str, session_key: str)
     why = await agent.egress.check(url)
     if why is not None:
         return ToolResult.text(f"blocked: {url} ({why}); nothing was fetched", is_error=True)
-    before = len(agent.egress.blocked)
+    before = agent.egress.mark()
     try:
         response = await page.goto(url, wait_until="domcontentloaded")
     except Exception as exc:
+        refused = agent.egress.since(before, page)
         await agent.close_tab(session_key)  # the next action gets a fresh tab, not Chromium's error page
-        refused = agent.egress.blocked[before:]
         if refused:
             where, reason = refused[-1]
             return ToolResult.text(f"blocked: {where} ({reason}); nothing was fetched from it", is_error=True)
@@ -186,14 +186,14 @@ async def _navigate(agent: AgentBrowser, page: Page, url: str, session_key: str)
         try:
             await page.wait_for_url(target, wait_until="domcontentloaded")
         except Exception:
+            refused = agent.egress.since(before, page)
             await agent.close_tab(session_key)
-            refused = agent.egress.blocked[before:]
             reason = f"{refused[-1][0]} ({refused[-1][1]})" if refused else target
             return ToolResult.text(f"blocked: {reason}; nothing was fetched from it", is_error=True)
         landed = agent.documents.get(session_key)
         status, target = (landed[1], landed[2]) if landed and landed[0] == page.url else ("?", None)
     title = await page.title()
-    return ToolResult.text(f"opened {page.url} (HTTP {status}), title {title!r}" + _blocked_note(agent, before))
+    return ToolResult.text(f"opened {page.url} (HTTP {status}), title {title!r}" + _blocked_note(agent, page, before))
 
 
 async def _snapshot(agent: AgentBrowser, page: Page, session_key: str) -> ToolResult:
@@ -223,9 +223,9 @@ async def _settle(page: Page) -> None:
         return
 
 
-def _blocked_note(agent: AgentBrowser, before: int) -> str:
+def _blocked_note(agent: AgentBrowser, page: Page, before: int) -> str:
     """The requests the page made during this action that were refused (a redirect, a resource)."""
-    refused = agent.egress.blocked[before:]
+    refused = agent.egress.since(before, page)
     if not refused:
         return ""
     url, why = refused[-1]
