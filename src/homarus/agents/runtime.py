@@ -29,9 +29,8 @@ from homarus.messages import UserMessage
 from homarus.plugins.runner import HookRunner
 from homarus.providers.registry import ModelRegistry
 from homarus.queue.lanes import LaneQueue
-from homarus.sessions.keys import SessionKey
 from homarus.sessions.manager import SessionManager
-from homarus.tools.base import ToolContext, ToolRegistry
+from homarus.tools.base import ToolRegistry
 
 if TYPE_CHECKING:
     pass
@@ -203,34 +202,6 @@ class AgentRuntime:
         active.timed_out = True
         active.abort_origin = "timeout"
         active.abort.set()
-
-    def tool_context(
-        self,
-        key: SessionKey,
-        run_id: str,
-        call_id: str,
-        workspace: Path,
-        abort: asyncio.Event,
-        skill_roots: frozenset[str] | None = None,
-        sandbox_key: SessionKey | None = None,
-        *,
-        trusted: bool = True,
-    ) -> ToolContext:
-        """A tool call's context; a sandboxed session's tools see the sandbox's workspace.
-
-        ``skill_roots`` (the real dirs of the skills this run's prompt lists) is lent to the
-        file tools as ``services.skills``: ``read`` may open files inside them, nowhere else.
-        """
-        view = self.wiring.sandbox_for(sandbox_key or key) if self.wiring.sandbox_for is not None else None
-        ws = view.root if view is not None else workspace
-        services = (
-            dataclasses.replace(self.wiring.services, skills=skill_roots) if skill_roots else self.wiring.services
-        )
-        if self.wiring.memory_for is not None:
-            services = dataclasses.replace(services, memory=self.wiring.memory_for(key.agent_id))
-        return ToolContext(
-            key.canonical, key.agent_id, run_id, call_id, ws, abort, services, sandbox=view, trusted=trusted
-        )
 
     def config(self) -> HomarusConfig:
         """The config as it is now (a run reads it once at its start, and again at its end)."""

@@ -24,7 +24,6 @@ what happens inside one run.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import enum
 import logging
@@ -59,11 +58,10 @@ if TYPE_CHECKING:
     from homarus.config.schema import HomarusConfig
     from homarus.plugins.runner import HookRunner
     from homarus.providers.registry import ModelRegistry, ResolvedModel
-    from homarus.sessions.keys import SessionKey
     from homarus.sessions.manager import SessionManager, SessionRef
     from homarus.sessions.transcript import Transcript
     from homarus.skills.prompt import SkillsPrompt
-    from homarus.tools.base import Tool, ToolContext, ToolRegistry
+    from homarus.tools.base import Tool, ToolRegistry
 
 __all__ = ["Step", "Turn", "TurnHost"]
 
@@ -86,18 +84,6 @@ class TurnHost(Protocol):
 
     def config(self) -> HomarusConfig: ...
     async def submit(self, req: RunRequest) -> RunOutcome: ...
-    def tool_context(
-        self,
-        key: SessionKey,
-        run_id: str,
-        call_id: str,
-        workspace: Path,
-        abort: asyncio.Event,
-        skill_roots: frozenset[str] | None = None,
-        sandbox_key: SessionKey | None = None,
-        *,
-        trusted: bool = True,
-    ) -> ToolContext: ...
 
 
 class Step(enum.Enum):
@@ -356,7 +342,7 @@ class Turn:
             candidates=self.candidates,
             system_prompt=self.changes.system_prompt,
             tools=self.run_tools,
-            make_tool_context=lambda call_id: rt.tool_context(
+            make_tool_context=lambda call_id: rt.wiring.tool_context(
                 key,
                 req.run_id,
                 call_id,

@@ -7,13 +7,18 @@ an embedder or a test gives only what it needs.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from homarus.tools.base import ToolContext
 from homarus.tools.services import ToolServices
 
 if TYPE_CHECKING:
+    import asyncio
+    from pathlib import Path
+
     from homarus.agents.request import RunRequest
     from homarus.audit.trail import AuditSink
     from homarus.sessions.keys import SessionKey
@@ -53,3 +58,29 @@ class RuntimeWiring:
     skill_dirs: Callable[[], Any] | None = None
     #: starts the lazy tool servers (MCP) an agent may use; the tool names it must not see
     tool_prepare: Callable[[str], Awaitable[set[str]]] | None = None
+
+    def tool_context(
+        self,
+        key: SessionKey,
+        run_id: str,
+        call_id: str,
+        workspace: Path,
+        abort: asyncio.Event,
+        skill_roots: frozenset[str] | None = None,
+        sandbox_key: SessionKey | None = None,
+        *,
+        trusted: bool = True,
+    ) -> ToolContext:
+        """A tool call's context; a sandboxed session's tools see the sandbox's workspace.
+
+        ``skill_roots`` (the real dirs of the skills this run's prompt lists) is lent to the
+        file tools as ``services.skills``: ``read`` may open files inside them, nowhere else.
+        """
+        view = self.sandbox_for(sandbox_key or key) if self.sandbox_for is not None else None
+        ws = view.root if view is not None else workspace
+        services = dataclasses.replace(self.services, skills=skill_roots) if skill_roots else self.services
+        if self.memory_for is not None:
+            services = dataclasses.replace(services, memory=self.memory_for(key.agent_id))
+        return ToolContext(
+            key.canonical, key.agent_id, run_id, call_id, ws, abort, services, sandbox=view, trusted=trusted
+        )

@@ -150,7 +150,7 @@ async def _run(
         return json_error(403, "tool_call_blocked", decided)
     started = time.monotonic()
     workspace = gateway.runtime.workspace_dir(agent_id, gateway.config)
-    tool_ctx = gateway.runtime.tool_context(
+    tool_ctx = gateway.runtime.wiring.tool_context(
         gateway.sessions.resolve_key(session_key), run_id, call_id, workspace, abort
     )
     response: Response
