@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import re
 import sys
 from collections.abc import Sequence
@@ -50,14 +51,32 @@ def breakdown(body: bytes) -> dict[str, Any]:
         sections[title] = sections.get(title, 0) + len(part.encode())
     tools = {t["function"]["name"]: _size(t) for t in req.get("tools", [])}
     others = [m for m in messages if m.get("role") != "system"]
+    text = system + "".join(json.dumps(t, ensure_ascii=False) for t in req.get("tools", [])) + json.dumps(others)
     return {
         "total": len(body),
+        "tokens": _tokens(text),
+        "estimate": math.ceil(len(text) / 4),
         "system": len(system.encode()),
         "systemSections": sections,
         "tools": tools,
         "toolsTotal": sum(tools.values()),
         "otherMessages": _size(others),
     }
+
+
+def _tokens(text: str) -> int | None:
+    """Tokens of ``text`` by the tokenizer the project installs (all-MiniLM-L6-v2's WordPiece, the
+    local embeddings'): not any chat model's, but a fixed, offline yardstick. None when it is absent."""
+    from homarus.memory.local_minilm import default_model_dir
+
+    model_dir = default_model_dir()
+    if model_dir is None:
+        return None
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tokenizer.no_truncation()  # the embedder cuts at 256 tokens; a prompt is counted whole
+    return len(tokenizer.encode(text).ids)
 
 
 async def _turn(gw: Any) -> None:
@@ -88,6 +107,10 @@ def measure() -> bytes:
 
 def report(r: dict[str, Any]) -> list[str]:
     rows = [["**request body, total**", f"{r['total']:,}", f"≤ {TARGET_BYTES:,}"]]
+    tokens = f"{r['tokens']:,}" if r.get("tokens") is not None else "(tokenizer not installed)"
+    rows.append(
+        ["tokens: WordPiece (all-MiniLM-L6-v2) / the runtime's chars ÷ 4 estimate", f"{tokens} / {r['estimate']:,}", ""]
+    )
     rows.append(["system prompt", f"{r['system']:,}", ""])
     rows += [[f"  § {name}", f"{size:,}", ""] for name, size in r["systemSections"].items()]
     rows.append(["tool schemas", f"{r['toolsTotal']:,}", ""])

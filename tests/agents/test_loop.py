@@ -349,7 +349,7 @@ async def test_lazy_tool_schemas_send_names_only_until_asked() -> None:
     s = _settings(provider, events, tools, lazy_tools=True)
     result = await run_agent_loop([], [UserMessage("go")], s)
     sent = {t.name: t for t in provider.requests[0].tools}
-    assert sent["echo"].parameters == {"type": "object", "additionalProperties": True}
+    assert sent["echo"].parameters == {"type": "object"}  # any object: the real schema is a call away
     assert "properties" in sent["tool_schema"].parameters
     schema_result = next(m for m in result.new_messages if isinstance(m, ToolResultMessage))
     assert '"text"' in schema_result.text and log == ["echo:x"]

@@ -72,11 +72,10 @@ def test_full_prompt_section_order(tmp_path: Path) -> None:
     assert prompt.rstrip().endswith("Group: family chat")
 
 
-def test_tool_lines_use_the_first_sentence(tmp_path: Path) -> None:
+def test_the_tool_list_names_the_tools_and_leaves_descriptions_to_their_declarations(tmp_path: Path) -> None:
     prompt = build_system_prompt(inputs(tmp_path))
-    assert "- read — Read a text file from the workspace.\n" in prompt
-    assert "- exec — Run a shell command and return its output.\n" in prompt
-    assert "Large files are paged" not in prompt and "More details" not in prompt
+    assert "## Tooling\nTools (call them by these exact names): read, exec.\n" in prompt
+    assert "Read a text file" not in prompt and "Large files are paged" not in prompt
     assert "No tools are available" in build_system_prompt(inputs(tmp_path, tools=[]))
 
 

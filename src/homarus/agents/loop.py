@@ -125,6 +125,8 @@ class LoopSettings:
     timeout_s: float = 600.0
     #: send only names + one line per tool; the model asks ``tool_schema`` for the full parameters
     lazy_tools: bool = False
+    #: describe the tools marked ``deferred`` lazily (the others in full)
+    defer_tools: bool = False
     #: awaited before a turn's tool calls run (the runtime writes the calls down first, so a crash
     #: in the middle of a tool can be recognised afterwards and the call is never run again)
     before_tools: Callable[[AssistantMessage], Awaitable[None]] | None = None
@@ -318,19 +320,22 @@ async def _stream(
     return partial, None, None
 
 
-LAZY_PARAMETERS: dict[str, object] = {"type": "object", "additionalProperties": True}
+#: a lazily described tool takes any object (JSON Schema allows other properties unless told not to)
+LAZY_PARAMETERS: dict[str, object] = {"type": "object"}
 
 
 def _specs(s: LoopSettings) -> list[ToolSpec]:
-    if not s.lazy_tools:
+    """What the model is told of each tool: in full, or (lazily) its name and first sentence with
+    free-form parameters, the real ones a ``tool_schema`` call away (the call is still validated)."""
+    if not s.lazy_tools and not s.defer_tools:
         return [t.spec for t in s.tools.values()]
     out = []
     for tool in s.tools.values():
-        if tool.name == "tool_schema":
+        if tool.name == "tool_schema" or not (s.lazy_tools or tool.deferred):
             out.append(tool.spec)
         else:
-            summary = tool.description.split("\n", 1)[0].split(". ", 1)[0]
-            out.append(ToolSpec(tool.name, f"{summary} (call tool_schema first for parameters)", LAZY_PARAMETERS))
+            summary = tool.summary or tool.description.split("\n", 1)[0].split(". ", 1)[0]
+            out.append(ToolSpec(tool.name, summary, LAZY_PARAMETERS))  # tool_schema says how to get the rest
     return out
 
 

@@ -7,7 +7,6 @@ sub-agents (no sections about replying to people), ``none`` for the identity lin
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -19,8 +18,6 @@ __all__ = ["IDENTITY_LINE", "SILENT_REPLY_TOKEN", "PromptInputs", "build_system_
 
 IDENTITY_LINE = "You are a personal assistant running inside Homarus."
 SILENT_REPLY_TOKEN = "NO_REPLY"  # noqa: S105 - a reply marker, not a secret
-_TOOL_LINE_MAX = 110
-_FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)", re.DOTALL)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -59,23 +56,12 @@ When a message needs no answer, reply with exactly {SILENT_REPLY_TOKEN} and noth
 then not delivered. It only works as the whole message, never inside a real answer."""
 
 
-def _first_sentence(description: str) -> str:
-    line = description.strip().split("\n", 1)[0].strip()
-    match = _FIRST_SENTENCE.match(line)
-    sentence = match.group(1) if match else line
-    if len(sentence) > _TOOL_LINE_MAX:
-        sentence = sentence[: _TOOL_LINE_MAX - 3].rstrip() + "..."
-    return sentence
-
-
 def _tooling(tools: list[ToolSpec]) -> str:
+    """The tools by name only: each one's description comes with its declaration (repeating it here
+    cost ~40 bytes a tool on every turn)."""
     if not tools:
         return "## Tooling\nNo tools are available in this session."
-    lines = ["## Tooling", "Tools (call them by these exact names):"]
-    for tool in tools:
-        summary = tool.summary or _first_sentence(tool.description)
-        lines.append(f"- {tool.name} — {summary}" if summary else f"- {tool.name}")
-    return "\n".join(lines)
+    return "## Tooling\nTools (call them by these exact names): " + ", ".join(t.name for t in tools) + "."
 
 
 def _project_context(files: list[BootstrapFile]) -> str | None:

@@ -228,7 +228,8 @@ class Turn:
             untrusted = rt.wiring.untrusted_filter
             kept = untrusted(req, set(tools)) if untrusted is not None else set()
             tools = {n: t for n, t in tools.items() if n in kept}
-        if cfg.tools.lazy_schemas and tools:
+        lazy = cfg.tools.lazy_schemas or (cfg.tools.deferred_schemas and any(t.deferred for t in tools.values()))
+        if lazy and tools:
             schema_tool = tool_schema_tool(tools)
             tools = {**tools, schema_tool.name: schema_tool}
         files = await self._bootstrap(self.files)
@@ -369,6 +370,7 @@ class Turn:
             timeout_s=float(d.timeout_seconds),
             hooks=self.hooks,
             lazy_tools=self.cfg.tools.lazy_schemas,
+            defer_tools=self.cfg.tools.deferred_schemas,
             before_tools=lambda message: write_ahead([message]),
             before_model=lambda messages: write_ahead(messages),
         )

@@ -86,7 +86,9 @@ def make_browser_tool(hub: Callable[[], BrowserHub]) -> Tool:
         except BrowserUnavailable as exc:
             return ToolResult.text(str(exc), is_error=True)
 
-    return tool_from_function(browser, tags=frozenset({"browser"}), summary="drive a headless web browser")
+    return tool_from_function(
+        browser, tags=frozenset({"browser"}), summary="drive a headless web browser", deferred=True
+    )
 
 
 def _describe(status: dict[str, Any]) -> str:

@@ -116,7 +116,10 @@ class ToolsConfig(ConfigModel):
     #: per provider or provider/model
     by_provider: dict[str, ToolPolicyLayer] = Field(default_factory=dict)
     subagents: SubagentToolsConfig = Field(default_factory=SubagentToolsConfig)
-    #: describe tools by name + one line only; the model fetches parameters with ``tool_schema``
+    #: describe every tool by name + one line only; the model fetches parameters with ``tool_schema``
     lazy_schemas: bool = False
+    #: describe the tools their authors mark as large or rarely needed (the browser, cron, sessions,
+    #: process, memory_get) by name + one line, their parameters on demand; false: all in full
+    deferred_schemas: bool = True
     web: WebToolsConfig = Field(default_factory=WebToolsConfig)
     exec: ExecToolConfig = Field(default_factory=ExecToolConfig)

@@ -82,6 +82,9 @@ class Tool:
     tags: frozenset[str] = frozenset()
     #: a few words for the system prompt's tool list; the full description goes with the schema
     summary: str = ""
+    #: a large or rarely needed tool: by default the model is given its name and summary, and gets
+    #: its parameters on demand (``tool_schema``); every turn pays for the rest in full
+    deferred: bool = False
 
     @property
     def spec(self) -> ToolSpec:
@@ -124,6 +127,7 @@ def tool_from_function(
     description: str | None = None,
     tags: frozenset[str] = frozenset(),
     summary: str = "",
+    deferred: bool = False,
 ) -> Tool:
     """Build a Tool from ``async def fn(ctx: ToolContext, *, a: int, b: str = "x") -> str | ToolResult``."""
     sig = inspect.signature(fn)
@@ -150,18 +154,22 @@ def tool_from_function(
         return result if isinstance(result, ToolResult) else ToolResult.text(str(result))
 
     tool_name = name or fn.__name__
-    return Tool(tool_name, text, schema, execute, label=tool_name.replace("_", " "), tags=tags, summary=summary)
+    label = tool_name.replace("_", " ")
+    return Tool(tool_name, text, schema, execute, label=label, tags=tags, summary=summary, deferred=deferred)
 
 
 _NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+#: keywords the validation enforces and the model need not read on every turn
+_VALIDATION_ONLY = frozenset({"title", "maxLength", "minLength", "maxItems", "minItems", "maximum", "minimum"})
 
 
 def _compact_schema(schema: Any) -> Any:
     """The schema as the model needs it: every byte is paid on every turn.
 
-    Drops pydantic's titles (they tell the model nothing new) and ``additionalProperties: false``
-    (the validation refuses unknown arguments with a message the model can act on, and the
-    original's schemas do not state it either), and states an optional parameter
+    Drops pydantic's titles (they tell the model nothing new), ``additionalProperties: false`` and
+    the size bounds (``maxLength``, ``maximum``, …): the validation refuses unknown arguments and
+    values out of bounds with a message the model can act on, and the original's schemas do not
+    state them either. States an optional parameter
     (``x: T | None = None``) as plain ``T``: not being in ``required`` already says it may be left
     out, and the validation still accepts an explicit null.
     """
@@ -173,7 +181,7 @@ def _compact_schema(schema: Any) -> Any:
     for key, value in schema.items():
         if key in _NAME_MAPS and isinstance(value, dict):  # names here are parameters, not keywords
             out[key] = {name: _compact_schema(sub) for name, sub in value.items()}
-        elif key != "title" and not (key == "additionalProperties" and value is False):
+        elif key not in _VALIDATION_ONLY and not (key == "additionalProperties" and value is False):
             out[key] = _compact_schema(value)
     if "default" in out and out["default"] is None:
         del out["default"]
@@ -192,7 +200,7 @@ def tool_schema_tool(tools: dict[str, Tool]) -> Tool:
     """``tool_schema``: the full parameter schemas of named tools (for lazily described tool sets)."""
 
     async def tool_schema(ctx: ToolContext, names: list[str]) -> ToolResult:
-        """Full JSON Schema of the parameters of the named tools; call it before using a tool."""
+        """The parameters of tools declared without them: call it before using one of those."""
         found = {
             n: {"description": tools[n].description, "parameters": tools[n].parameters} for n in names if n in tools
         }

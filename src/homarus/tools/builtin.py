@@ -60,7 +60,7 @@ async def session_status(ctx: ToolContext) -> ToolResult:
 def builtin_tools() -> list[Tool]:
     return [
         tool_from_function(current_time, summary="Current date and time"),
-        tool_from_function(session_status, summary="This session's status and token use"),
+        tool_from_function(session_status, summary="This session's status and token use", deferred=True),
     ]
 
 

@@ -90,4 +90,6 @@ async def cron(
 
 
 def cron_tool() -> Tool:
-    return tool_from_function(cron, tags=frozenset({"automation"}), summary="Reminders and scheduled jobs")
+    return tool_from_function(
+        cron, tags=frozenset({"automation"}), summary="Reminders and scheduled jobs", deferred=True
+    )

@@ -382,6 +382,10 @@ def make_exec_tools(policy: ExecPolicy | None = None, backend: ExecBackend | Non
             exec, description=exec_doc, tags=frozenset({"runtime", "dangerous"}), summary="Run shell commands"
         ),
         tool_from_function(
-            process, description=process_doc, tags=frozenset({"runtime"}), summary="Manage background commands"
+            process,
+            description=process_doc,
+            tags=frozenset({"runtime"}),
+            summary="Manage background commands",
+            deferred=True,
         ),
     ]

@@ -105,5 +105,5 @@ async def memory_get(
 def memory_tools() -> list[Tool]:
     return [
         tool_from_function(memory_search, summary="Recall: search memory before answering about the past"),
-        tool_from_function(memory_get, summary="Read lines of a memory file"),
+        tool_from_function(memory_get, summary="Read lines of a memory file", deferred=True),
     ]

@@ -81,8 +81,8 @@ async def sessions_history(ctx: ToolContext, session_key: str, limit: int = 20) 
 
 def session_tools() -> list[Tool]:
     return [
-        tool_from_function(sessions_list, summary="List sessions"),
-        tool_from_function(sessions_history, summary="Read a session's messages"),
+        tool_from_function(sessions_list, summary="List sessions", deferred=True),
+        tool_from_function(sessions_history, summary="Read a session's messages", deferred=True),
     ]
 
 

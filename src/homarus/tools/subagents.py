@@ -249,8 +249,8 @@ def subagent_tools(
         return ToolResult.text(reply or "(no reply)", details={**base, "status": "ok", "reply": reply})
 
     return [
-        tool_from_function(sessions_spawn, summary="Start a sub-agent on a task"),
-        tool_from_function(sessions_send, summary="Message another session"),
+        tool_from_function(sessions_spawn, summary="Start a sub-agent on a task", deferred=True),
+        tool_from_function(sessions_send, summary="Message another session", deferred=True),
     ]
 
 
