@@ -236,3 +236,21 @@ def test_steps_from_json_bad_shapes(raw: list[Any], message: str) -> None:
 def test_steps_from_json_tool_call_without_name() -> None:
     with pytest.raises(ValueError):
         steps_from_json([{"toolCalls": [{"arguments": {}}]}])
+
+
+async def test_the_requests_kept_are_bounded_newest_last() -> None:
+    """Each request holds a whole prompt: a gateway answering with the built-in echo model for
+    months keeps only the latest few (the registry's), a test's provider the latest thousand."""
+    p = ScriptedProvider(then="echo", max_requests=5)
+    for i in range(12):
+        await run(p, ctx(f"m{i}"))
+    assert [c.messages[0].text for c in p.requests] == [f"m{i}" for i in range(7, 12)]
+    assert ScriptedProvider().max_requests == 1000
+
+
+def test_the_builtin_echo_provider_keeps_a_few_requests() -> None:
+    from homarus.config.models import ModelsConfig
+    from homarus.providers.registry import ECHO_KEPT_REQUESTS, ModelRegistry
+
+    echo = ModelRegistry(ModelsConfig()).resolve("homarus/echo").provider
+    assert isinstance(echo, ScriptedProvider) and echo.max_requests == ECHO_KEPT_REQUESTS <= 16

@@ -23,6 +23,8 @@ from homarus.providers.scripted import ScriptedProvider, steps_from_json
 __all__ = ["BUILTIN_MODEL", "AdapterFactory", "ModelRegistry", "ResolvedModel", "env_key_name"]
 
 BUILTIN_MODEL = "homarus/echo"
+#: requests a scripted provider built from the config keeps for inspection (each holds a whole prompt)
+ECHO_KEPT_REQUESTS = 16
 _DEFAULT_URLS = {"openai-completions": "https://api.openai.com/v1", "anthropic-messages": "https://api.anthropic.com"}
 
 AdapterFactory = Callable[[str, ProviderConfig], Provider]
@@ -135,7 +137,7 @@ class ModelRegistry:
         if adapter is not None:
             return adapter
         if pc is None:
-            adapter = ScriptedProvider(then="echo")
+            adapter = ScriptedProvider(then="echo", max_requests=ECHO_KEPT_REQUESTS)
         elif pc.api == "scripted":
             raw = self._script(provider_id, pc)
             try:
@@ -143,7 +145,7 @@ class ModelRegistry:
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 # a malformed step is a config mistake, not an internal error
                 raise ConfigError(f"invalid script: {exc}", key=f"models.providers.{provider_id}.script") from None
-            adapter = ScriptedProvider(steps, then="echo")
+            adapter = ScriptedProvider(steps, then="echo", max_requests=ECHO_KEPT_REQUESTS)
         else:
             factory = self._factories.get(pc.api)
             if factory is None:

@@ -148,13 +148,17 @@ class ScriptedProvider:
         then: Literal["error", "echo", "repeat"] = "error",
         chunk: int = 8,
         pace_s: float = 0.0,
+        max_requests: int = 1000,
     ) -> None:
         self.steps: deque[Step] = deque(steps)
         self.then = then
         self.chunk = max(1, chunk)
         #: pause between text chunks (0: a loop turn each), to stream like a model over a network
         self.pace_s = pace_s
+        #: the latest requests, oldest first (at most ``max_requests``: each holds a whole prompt, and
+        #: a gateway answering with the built-in echo model for months must not keep them all)
         self.requests: list[Context] = []
+        self.max_requests = max(1, max_requests)
         self._last: Step | None = None
         self._call_ids = 0
 
@@ -173,6 +177,8 @@ class ScriptedProvider:
 
     async def stream(self, model: ModelInfo, context: Context, options: StreamOptions) -> AsyncIterator[StreamEvent]:
         self.requests.append(context)
+        if len(self.requests) > self.max_requests:
+            del self.requests[: len(self.requests) - self.max_requests]
         base = AssistantMessage(api=self.api, provider=model.provider, model=model.id)
         step = self._next()
         while isinstance(step, Gate | Expect | Responder):
