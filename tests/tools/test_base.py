@@ -43,3 +43,21 @@ async def test_unknown_arguments_are_refused(tmp_path: Path) -> None:
     ctx = ToolContext("agent:main:main", "main", "run", "call", tmp_path)
     with pytest.raises(InvalidRequest, match="colour: Extra inputs are not permitted"):
         await tool.execute(ctx, {"title": "a", "colour": "red"})
+
+
+async def test_tool_schema_returns_the_named_tools_parameters_and_refuses_bad_arguments(tmp_path: Path) -> None:
+    from homarus.tools.base import tool_schema_tool
+
+    async def greet(ctx: ToolContext, name: str, times: int = 1) -> str:
+        """Greet someone."""
+        return "hi " * times + name
+
+    tool = tool_schema_tool({"greet": tool_from_function(greet)})
+    ctx = ToolContext("agent:main:main", "main", "r", "c", tmp_path)
+    found = await tool.execute(ctx, {"names": ["greet", "nope"]})
+    text = found.content[0].text if isinstance(found.content[0], TextContent) else ""
+    assert '"name"' in text and "unknown tools: nope" in text and not found.is_error
+    assert (await tool.execute(ctx, {"names": ["nope"]})).is_error
+    for bad in ({}, {"names": "greet"}, {"names": [1]}, {"names": ["greet"], "extra": 1}):
+        with pytest.raises(InvalidRequest, match="names: a list of tool names"):
+            await tool.execute(ctx, bad)

@@ -196,11 +196,24 @@ def _compact_schema(schema: Any) -> Any:
     return out
 
 
-def tool_schema_tool(tools: dict[str, Tool]) -> Tool:
-    """``tool_schema``: the full parameter schemas of named tools (for lazily described tool sets)."""
+TOOL_SCHEMA_DESCRIPTION = "The parameters of tools declared without them: call it before using one of those."
+_TOOL_SCHEMA_PARAMETERS: dict[str, Any] = {
+    "properties": {"names": {"items": {"type": "string"}, "type": "array"}},
+    "required": ["names"],
+    "type": "object",
+}
 
-    async def tool_schema(ctx: ToolContext, names: list[str]) -> ToolResult:
-        """The parameters of tools declared without them: call it before using one of those."""
+
+def tool_schema_tool(tools: dict[str, Tool]) -> Tool:
+    """``tool_schema``: the full parameter schemas of named tools (for lazily described tool sets).
+
+    Built for every run that defers a tool, so it is written out by hand: no pydantic model is
+    created per run (each one costs CPU and stays in typing's caches)."""
+
+    async def execute(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+        names = args.get("names")
+        if set(args) - {"names"} or not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise InvalidRequest("invalid arguments for tool_schema: names: a list of tool names")
         found = {
             n: {"description": tools[n].description, "parameters": tools[n].parameters} for n in names if n in tools
         }
@@ -210,4 +223,4 @@ def tool_schema_tool(tools: dict[str, Tool]) -> Tool:
             text += f"\nunknown tools: {', '.join(missing)}"
         return ToolResult.text(text, is_error=not found)
 
-    return tool_from_function(tool_schema)
+    return Tool("tool_schema", TOOL_SCHEMA_DESCRIPTION, _TOOL_SCHEMA_PARAMETERS, execute, label="tool schema")
