@@ -29,9 +29,14 @@ from homarus.sessions.keys import SessionKey, parse_session_key, valid_session_i
 from homarus.sessions.store import Maintenance, SessionStore
 from homarus.sessions.transcript import Transcript
 
-__all__ = ["MAX_TRANSCRIPT_HANDLES", "SessionManager", "SessionRef", "now_ms"]
+__all__ = ["DEFAULT_TRANSCRIPT_CACHE_BYTES", "MAX_TRANSCRIPT_HANDLES", "SessionManager", "SessionRef", "now_ms"]
 
 MAX_TRANSCRIPT_HANDLES = 4096
+#: what the cached transcripts may hold in all (``session.transcriptCacheMb``): a long history is
+#: re-read from its file rather than kept, so memory does not grow with history
+DEFAULT_TRANSCRIPT_CACHE_BYTES = 64 * 1024 * 1024
+#: the cache is measured every this many handle lookups (a sum over the handles: not on every one)
+_TRIM_EVERY = 64
 
 
 def now_ms() -> int:
@@ -59,6 +64,7 @@ class SessionManager:
         main_key: str = "main",
         maintenance: Maintenance | None = None,
         workspace: str | None = None,
+        transcript_cache_bytes: int = DEFAULT_TRANSCRIPT_CACHE_BYTES,
     ) -> None:
         self.state_dir = state_dir
         self.agent_ids = tuple(agent_ids)
@@ -71,6 +77,8 @@ class SessionManager:
         # are kept, so a gateway with 100,000 sessions does not hold them all
         self._transcripts: OrderedDict[tuple[str, str], Transcript] = OrderedDict()
         self._dirs: dict[str, Path] = {}
+        self.transcript_cache_bytes = transcript_cache_bytes
+        self._lookups = 0
 
     # -- paths and handles --------------------------------------------------------------
     def sessions_dir(self, agent_id: str) -> Path:
@@ -102,7 +110,22 @@ class SessionManager:
                 handles.popitem(last=False)  # one still in use keeps working: it rereads a file that grew
         else:
             handles.move_to_end((agent_id, session_id))
+        self._lookups += 1
+        if self._lookups % _TRIM_EVERY == 0:
+            self.trim_transcript_cache()
         return t
+
+    def trim_transcript_cache(self) -> int:
+        """Forget the cached views of the least recently used transcripts until what stays cached
+        fits ``transcript_cache_bytes``; returns the bytes kept."""
+        handles = list(self._transcripts.values())
+        total = sum(h.cached_bytes for h in handles)
+        for handle in handles:  # least recently used first
+            if total <= self.transcript_cache_bytes:
+                break
+            total -= handle.cached_bytes
+            handle.forget_cache()
+        return total
 
     def transcript_for(self, ref: SessionRef) -> Transcript:
         return self.transcript(ref.agent_id, ref.entry.session_id)

@@ -69,6 +69,16 @@ class Transcript:
         self._state: _State | None = None
         self._view: tuple[int, int, TranscriptView] | None = None
 
+    @property
+    def cached_bytes(self) -> int:
+        """About what this handle keeps in memory: the file bytes its cached view was parsed from."""
+        return self._view[1] if self._view is not None else 0
+
+    def forget_cache(self) -> None:
+        """Drop the cached view and append state (the next read or append rebuilds them from the file)."""
+        self._view = None
+        self._state = None
+
     # -- reading ------------------------------------------------------------------------
     def read(self) -> TranscriptView:
         """The whole transcript. Append-only files are re-read incrementally: only new bytes are parsed."""

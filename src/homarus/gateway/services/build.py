@@ -57,6 +57,7 @@ def sessions(gw: GatewayContext) -> SessionManager:
         main_key=cfg.session.main_key,
         maintenance=Maintenance(m.mode, m.prune_after_ms, m.max_entries),
         workspace=cfg.agents.defaults.workspace,
+        transcript_cache_bytes=cfg.session.transcript_cache_mb * 1024 * 1024,
     )
 
 
