@@ -39,9 +39,9 @@ class SessionConfig(ConfigModel):
     #: ["telegram:123", "discord:456"]}`` (the name replaces the sender id in the session key)
     identity_links: dict[str, tuple[str, ...]] = Field(default_factory=dict, max_length=1000)
     maintenance: SessionMaintenance = Field(default_factory=SessionMaintenance)
-    #: what the parsed transcripts kept in memory may hold in all (MB); beyond it the least
-    #: recently used are re-read from their files when next needed
-    transcript_cache_mb: int = Field(64, ge=1, le=16384)
+    #: how much transcript (MB of its file) is kept parsed in memory in all, about four times that
+    #: in memory; beyond it the least recently used are re-read from their files when next needed
+    transcript_cache_mb: int = Field(4, ge=1, le=16384)
 
     @field_validator("identity_links")
     @classmethod

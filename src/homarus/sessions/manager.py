@@ -32,9 +32,10 @@ from homarus.sessions.transcript import Transcript
 __all__ = ["DEFAULT_TRANSCRIPT_CACHE_BYTES", "MAX_TRANSCRIPT_HANDLES", "SessionManager", "SessionRef", "now_ms"]
 
 MAX_TRANSCRIPT_HANDLES = 4096
-#: what the cached transcripts may hold in all (``session.transcriptCacheMb``): a long history is
-#: re-read from its file rather than kept, so memory does not grow with history
-DEFAULT_TRANSCRIPT_CACHE_BYTES = 64 * 1024 * 1024
+#: how much transcript (bytes of file) stays parsed in memory in all (``session.transcriptCacheMb``;
+#: parsed, it takes about four times that): a long or idle history is re-read from its file
+#: rather than kept, so memory does not grow with history
+DEFAULT_TRANSCRIPT_CACHE_BYTES = 4 * 1024 * 1024
 #: the cache is measured every this many handle lookups (a sum over the handles: not on every one)
 _TRIM_EVERY = 64
 
