@@ -71,12 +71,9 @@ async def test_the_request_for_hi_fits_the_budget_with_every_tool_offered(tmp_pa
 
 
 async def test_with_deferred_schemas_off_every_tool_goes_in_full(tmp_path: Path) -> None:
-    config = _config("http://127.0.0.1:9/v1", deferredSchemas=False)
-    with run_fake_llm() as llm:
-        config["models"]["providers"]["fake"]["baseUrl"] = llm.base_url
-        with run_gateway(tmp_path, config=config) as gw:
-            llm.push(Reply("Hello!"))
-            await _turns(gw.url, "hi")
+    with run_fake_llm() as llm, run_gateway(tmp_path, config=_config(llm.base_url, deferredSchemas=False)) as gw:
+        llm.push(Reply("Hello!"))
+        await _turns(gw.url, "hi")
     tools = {t["function"]["name"]: t["function"] for t in llm.requests[0].json["tools"]}
     assert "tool_schema" not in tools
     assert all("properties" in tools[name]["parameters"] for name in DEFERRED - {"session_status"})

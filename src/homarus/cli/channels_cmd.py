@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from homarus.channels.adapter import ChannelSetup, ChannelSpec
     from homarus.config.paths import StatePaths
+    from homarus.config.schema import HomarusConfig
 
 __all__ = ["add_channels_parser", "channel_add_patch", "channel_specs", "run_channels"]
 
@@ -71,12 +72,13 @@ def _print_json(value: Any) -> None:
 
 
 # -- the channels there are ------------------------------------------------------------------------
-def channel_specs(paths: StatePaths) -> dict[str, ChannelSpec]:
-    """Every channel the plugins of this installation register (bundled and third-party), by id."""
+def channel_specs(paths: StatePaths, config: HomarusConfig | None = None) -> dict[str, ChannelSpec]:
+    """Every channel the plugins of this installation register (bundled and third-party), by id
+    (``config``: the one already loaded, else the file's)."""
     from homarus.cli.plugins_cmd import load_registry
     from homarus.config.loader import load_config
 
-    registry = load_registry(load_config(paths).config, paths)
+    registry = load_registry(config if config is not None else load_config(paths).config, paths)
     return {channel_id: registered.spec for channel_id, registered in registry.channels.items()}
 
 
@@ -86,7 +88,8 @@ def _list(args: argparse.Namespace, paths: StatePaths) -> int:
 
     from homarus.config.loader import load_config
 
-    specs = channel_specs(paths)
+    cfg = load_config(paths).config
+    specs = channel_specs(paths, cfg)
     if args.available:
         found = [{"channel": cid, "label": s.label, "setup": s.setup is not None} for cid, s in sorted(specs.items())]
         if args.json:
@@ -95,7 +98,6 @@ def _list(args: argparse.Namespace, paths: StatePaths) -> int:
             how = f"homarus channels add {row['channel']}" if row["setup"] else "configure it under channels"
             print(f"{row['channel']}  {row['label']}  ({how})")
         return 0
-    cfg = load_config(paths).config
     rows: list[dict[str, Any]] = []
     for channel_id, channel in cfg.channels.configured().items():
         setup = specs[channel_id].setup if channel_id in specs else None

@@ -255,9 +255,11 @@ def _channel(args: argparse.Namespace, paths: StatePaths, ask: Prompter, interac
             raise Stop(f"--channel {args.channel}: onboarding sets up {', '.join(sorted(specs)) or 'no channel'}")
         chosen, token = specs[args.channel], args.channel_token
     else:
-        offered = sorted((s for s in specs.values() if s.setup is not None and s.setup.onboard_question),
-                         key=lambda s: s.label)  # fmt: skip
-        chosen = next((s for s in offered if s.setup is not None and ask.yes(s.setup.onboard_question or "")), None)
+        questions = sorted(
+            ((s.label, s.setup.onboard_question, s) for s in specs.values() if s.setup and s.setup.onboard_question),
+            key=lambda row: row[0],
+        )
+        chosen = next((s for _, question, s in questions if ask.yes(question)), None)
         token = None
     if chosen is None or chosen.setup is None:
         return None

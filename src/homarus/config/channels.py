@@ -43,6 +43,7 @@ __all__ = [
     "OtherAccountConfig",
     "TopicConfig",
     "channel_schema",
+    "channel_schemas",
     "merged_account",
     "register_channel_schema",
 ]
