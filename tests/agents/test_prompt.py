@@ -14,12 +14,8 @@ from homarus.agents.prompt import (
     strip_silent,
 )
 from homarus.agents.workspace import BootstrapFile, ensure_workspace, load_bootstrap_files
-from homarus.messages import ToolSpec
 
-TOOLS = [
-    ToolSpec("read", "Read a text file from the workspace. Large files are paged.", {"type": "object"}),
-    ToolSpec("exec", "Run a shell command and return its output.\nMore details here.", {"type": "object"}),
-]
+TOOLS = ["read", "exec"]
 
 
 def inputs(tmp_path: Path, **overrides: Any) -> PromptInputs:

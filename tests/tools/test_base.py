@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,3 +62,36 @@ async def test_tool_schema_returns_the_named_tools_parameters_and_refuses_bad_ar
     for bad in ({}, {"names": "greet"}, {"names": [1]}, {"names": ["greet"], "extra": 1}):
         with pytest.raises(InvalidRequest, match="names: a list of tool names"):
             await tool.execute(ctx, bad)
+
+
+async def test_a_deferred_tools_schema_is_derived_once_on_first_need(tmp_path: Path) -> None:
+    deferred = tool_from_function(lookup, deferred=True)
+    eager = tool_from_function(lookup)
+    assert callable(deferred.schema) and not callable(eager.schema)  # nothing derived yet
+    assert deferred.parameters == eager.parameters
+    assert deferred.parameters is deferred.parameters  # built once, then kept
+    ctx = ToolContext("agent:main:main", "main", "run", "call", tmp_path)
+    fresh = tool_from_function(lookup, deferred=True)
+    assert (await fresh.execute(ctx, {"title": "a"})).content == [TextContent("a|None|x")]  # a call builds it too
+    with pytest.raises(InvalidRequest, match="limit"):
+        await fresh.execute(ctx, {"title": "a", "limit": "many"})
+
+
+def test_every_builtin_deferred_tool_derives_a_schema() -> None:
+    """A signature pydantic cannot read would otherwise only fail when the model first asks."""
+    from homarus.browser.tool import make_browser_tool
+    from homarus.tools.builtin import builtin_tools
+    from homarus.tools.cron_tool import cron_tool
+    from homarus.tools.memory_tools import memory_tools
+    from homarus.tools.session_tools import session_tools
+    from homarus.tools.subagents import subagent_tools
+
+    def no_hub() -> Any:
+        raise AssertionError("building a schema must not start a browser")
+
+    made = [*builtin_tools(), *session_tools(), *memory_tools(), *subagent_tools(), cron_tool()]
+    made.append(make_browser_tool(no_hub))
+    deferred = {t.name: t for t in made if t.deferred}
+    assert {"browser", "cron", "memory_get", "session_status", "sessions_list", "sessions_spawn"} <= set(deferred)
+    for tool in deferred.values():
+        assert tool.parameters["type"] == "object" and "properties" in tool.parameters, tool.name

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Literal
 
 from homarus.agents.workspace import BootstrapFile
-from homarus.messages import ToolSpec
 
 __all__ = ["IDENTITY_LINE", "SILENT_REPLY_TOKEN", "PromptInputs", "build_system_prompt", "strip_silent"]
 
@@ -23,7 +22,8 @@ SILENT_REPLY_TOKEN = "NO_REPLY"  # noqa: S105 - a reply marker, not a secret
 @dataclass(kw_only=True, slots=True)
 class PromptInputs:
     agent_name: str
-    tools: list[ToolSpec]
+    #: the names the model may call (each one's description and schema go with the request)
+    tools: list[str]
     workspace: Path
     bootstrap: list[BootstrapFile]
     timezone: str | None
@@ -56,12 +56,12 @@ When a message needs no answer, reply with exactly {SILENT_REPLY_TOKEN} and noth
 then not delivered. It only works as the whole message, never inside a real answer."""
 
 
-def _tooling(tools: list[ToolSpec]) -> str:
+def _tooling(tools: list[str]) -> str:
     """The tools by name only: each one's description comes with its declaration (repeating it here
     cost ~40 bytes a tool on every turn)."""
     if not tools:
         return "## Tooling\nNo tools are available in this session."
-    return "## Tooling\nTools (call them by these exact names): " + ", ".join(t.name for t in tools) + "."
+    return "## Tooling\nTools (call them by these exact names): " + ", ".join(tools) + "."
 
 
 def _project_context(files: list[BootstrapFile]) -> str | None:

@@ -11,7 +11,6 @@ from pathlib import Path
 from homarus.agents import prompt, workspace
 from homarus.config.schema import HomarusConfig
 from homarus.errors import InvalidRequest
-from homarus.messages import ToolSpec
 from homarus.providers.registry import BUILTIN_MODEL, ModelRegistry, ResolvedModel
 from homarus.sessions.keys import SessionKey
 from homarus.skills.catalog import PluginSkillDir, load_view
@@ -67,7 +66,7 @@ def system_prompt(
     cfg: HomarusConfig,
     key: SessionKey,
     ws: Path,
-    tools: list[ToolSpec],
+    tools: list[str],
     model_ref: str,
     *,
     channel: str | None,

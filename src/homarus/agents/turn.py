@@ -239,7 +239,7 @@ class Turn:
             cfg,
             key,
             self.ws,
-            [t.spec for t in tools.values()],
+            list(tools),
             candidates[0].info.ref,
             channel=req.channel,
             extra=req.extra_system_prompt,

@@ -54,7 +54,7 @@ def as_tool(conn: McpConnection, spec: McpTool, name: str) -> Tool:
     return Tool(
         name=name,
         description=f"{description} (MCP server {conn.name!r})",
-        parameters=schema,
+        schema=schema,
         execute=execute,
         label=spec.title or spec.name,
         tags=frozenset({"mcp", f"mcp:{conn.name}"}),

@@ -345,11 +345,10 @@ class HttpAdapter:
         if self._client is None:
             import httpx
 
-            from homarus.tls import client_context
+            from homarus.tls import context_for
 
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(float(self.config.timeout_seconds)), verify=client_context()
-            )
+            verify = context_for(self.config.base_url or "https://")
+            self._client = httpx.AsyncClient(timeout=httpx.Timeout(float(self.config.timeout_seconds)), verify=verify)
         return self._client
 
     async def aclose(self) -> None:

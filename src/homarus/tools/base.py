@@ -8,6 +8,7 @@ function receives a :class:`ToolContext` and returns text, a :class:`ToolResult`
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable
@@ -75,7 +76,10 @@ Execute = Callable[[ToolContext, dict[str, Any]], Awaitable[ToolResult]]
 class Tool:
     name: str
     description: str
-    parameters: dict[str, Any]
+    #: the JSON Schema of the arguments, or a function that builds it once when first asked (a
+    #: deferred tool's is rarely needed, and deriving one costs milliseconds on the first turn);
+    #: read it through :attr:`parameters`
+    schema: dict[str, Any] | Callable[[], dict[str, Any]]
     execute: Execute
     label: str = ""
     #: owner-only / dangerous tools are marked so policies can deny them by default
@@ -85,6 +89,10 @@ class Tool:
     #: a large or rarely needed tool: by default the model is given its name and summary, and gets
     #: its parameters on demand (``tool_schema``); every turn pays for the rest in full
     deferred: bool = False
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.schema() if callable(self.schema) else self.schema
 
     @property
     def spec(self) -> ToolSpec:
@@ -131,31 +139,42 @@ def tool_from_function(
 ) -> Tool:
     """Build a Tool from ``async def fn(ctx: ToolContext, *, a: int, b: str = "x") -> str | ToolResult``."""
     sig = inspect.signature(fn)
-    hints = get_type_hints(fn, include_extras=True)
-    fields: dict[str, Any] = {}
-    for pname, param in list(sig.parameters.items())[1:]:  # first parameter is the context
-        annotation = hints.get(pname, Any)
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        fields[pname] = (annotation, default)
-    model: type[BaseModel] = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
-    schema = _compact_schema(model.model_json_schema())
+    names = list(sig.parameters)[1:]  # the first parameter is the context
+
+    @functools.cache
+    def args_model() -> tuple[type[BaseModel], dict[str, Any]]:
+        hints = get_type_hints(fn, include_extras=True)
+        fields: dict[str, Any] = {}
+        for pname in names:
+            param = sig.parameters[pname]
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[pname] = (hints.get(pname, Any), default)
+        model: type[BaseModel] = create_model(f"{fn.__name__}_args", __config__=ConfigDict(extra="forbid"), **fields)
+        return model, _compact_schema(model.model_json_schema())
+
+    def schema() -> dict[str, Any]:
+        return args_model()[1]
+
     doc = inspect.getdoc(fn) or ""
     text = description or doc.split("\n\n")[0].replace("\n", " ")
 
     async def execute(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         try:
-            parsed = model.model_validate(args)
+            parsed = args_model()[0].model_validate(args)
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
             )
             raise InvalidRequest(f"invalid arguments for {tool_name}: {problems}") from None
-        result = await fn(ctx, **{k: getattr(parsed, k) for k in fields})
+        result = await fn(ctx, **{k: getattr(parsed, k) for k in names})
         return result if isinstance(result, ToolResult) else ToolResult.text(str(result))
 
     tool_name = name or fn.__name__
     label = tool_name.replace("_", " ")
-    return Tool(tool_name, text, schema, execute, label=label, tags=tags, summary=summary, deferred=deferred)
+    # a deferred tool's schema is derived when first asked for (``tool_schema``, a call, a client);
+    # every other one at once, so that a signature pydantic cannot read fails where it is declared
+    source = schema if deferred else schema()
+    return Tool(tool_name, text, source, execute, label=label, tags=tags, summary=summary, deferred=deferred)
 
 
 _NAME_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})

@@ -24,7 +24,7 @@ import httpx
 
 from homarus.channels.telegram.models import File, Message, Update, User
 from homarus.security.log_redaction import protect, redact_secrets
-from homarus.tls import client_context
+from homarus.tls import context_for
 
 __all__ = ["DEFAULT_API_ROOT", "BotApi", "TelegramApiError", "TelegramNetworkError"]
 
@@ -69,7 +69,7 @@ class BotApi:
             timeout=httpx.Timeout(timeout_s, connect=10.0),
             transport=transport,
             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
-            verify=client_context(),
+            verify=context_for(self.api_root),
         )
 
     async def aclose(self) -> None:
