@@ -95,6 +95,10 @@ class RunRegistry:
         for merged in run.merged_run_ids:
             self._by_run.pop(merged, None)
 
+    def __len__(self) -> int:
+        """Runs executing now (each is forgotten when it ends)."""
+        return len(self._by_run)
+
     def for_session(self, session_key: str) -> ActiveRun | None:
         return self._by_session.get(session_key)
 

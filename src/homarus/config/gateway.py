@@ -11,7 +11,7 @@ from homarus.config.control_ui import ControlUiConfig
 from homarus.config.http_api import GatewayHttpConfig
 from homarus.config.values import resolve_bind_host
 
-__all__ = ["DEFAULT_PORT", "AuthConfig", "AuthRateLimit", "GatewayConfig", "GatewayToolsConfig"]
+__all__ = ["DEFAULT_PORT", "AuthConfig", "AuthRateLimit", "GatewayConfig", "GatewayMemoryConfig", "GatewayToolsConfig"]
 
 DEFAULT_PORT = 18789
 
@@ -54,6 +54,19 @@ class GatewayToolsConfig(ConfigModel):
     deny: tuple[str, ...] = ()
 
 
+class GatewayMemoryConfig(ConfigModel):
+    """What the gateway keeps in memory of finished runs and per connection: each a count, so
+    that a gateway serving a busy assistant for months holds the same amount on its last day as
+    after its first thousand runs (transcript handles: ``session.transcriptCacheMb``)."""
+
+    #: finished runs whose outcome stays at hand: ``agent.wait`` on them, and a retried
+    #: idempotency key answered without running again (older ones: the run journal still has them)
+    runs_kept: int = Field(1000, ge=10, le=1_000_000)
+    #: the sessions one targeted connection follows (it started a run there); past it, the one
+    #: it followed least recently is let go
+    watched_sessions_per_connection: int = Field(1024, ge=1, le=1_000_000)
+
+
 class GatewayConfig(ConfigModel):
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     #: "loopback" (127.0.0.1), "lan" (0.0.0.0) or a literal IP address
@@ -66,6 +79,7 @@ class GatewayConfig(ConfigModel):
     #: OpenAI-compatible API, webhooks) are refused with a retryable error instead of queued;
     #: chat channels, cron and heartbeats are never refused (their work is already durable)
     max_pending_runs: int = Field(5000, ge=1, le=1_000_000)
+    memory: GatewayMemoryConfig = Field(default_factory=GatewayMemoryConfig)
 
     @field_validator("bind")
     @classmethod

@@ -66,7 +66,8 @@ class Gateway(LazyServices, GatewayContext):
         self._serving = False
         self.auth = GatewayAuth(lambda: self.config, paths, self.options.token)
         self.config_budget = SlidingWindowBudget(*self.options.config_write_budget)
-        self.bus = EventBus()
+        memory = self.config.gateway.memory
+        self.bus = EventBus(max_watched=memory.watched_sessions_per_connection)
         self.methods = MethodRegistry()
         register_core_methods(self.methods)
         self.presence = Presence()
@@ -76,7 +77,7 @@ class Gateway(LazyServices, GatewayContext):
         self.lanes = LaneQueue(
             {"main": defaults.max_concurrent, "subagent": defaults.subagents.max_concurrent, "cron": 1, "nested": 1}
         )
-        self.dedupe = DedupeCache()
+        self.dedupe = DedupeCache(max_entries=memory.runs_kept)
         self.ws = WSHub(self)
         #: what the start found of the runs the last process left unfinished (``status`` shows it)
         self.recovery = Recovery()

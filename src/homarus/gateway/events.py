@@ -45,13 +45,15 @@ class Recipient(Protocol):
 
 
 class EventBus:
-    def __init__(self) -> None:
+    def __init__(self, *, max_watched: int = 1024) -> None:
+        #: sessions one connection may follow; past it, the one it followed longest ago is let go
+        self.max_watched = max_watched
         self._recipients: dict[str, Recipient] = {}
         #: the connections that get every run's events (all but the targeted ones)
         self._everything: dict[str, Recipient] = {}
         #: session key -> targeted connections subscribed to it, and the reverse
         self._watchers: dict[str, set[str]] = {}
-        self._watching: dict[str, set[str]] = {}
+        self._watching: dict[str, dict[str, None]] = {}  # an ordered set: followed longest ago first
         #: run id -> the targeted connection that started it
         self._owners: dict[str, str] = {}
         self._seq = itertools.count(1)
@@ -65,18 +67,27 @@ class EventBus:
     def remove(self, conn_id: str) -> None:
         self._recipients.pop(conn_id, None)
         self._everything.pop(conn_id, None)
-        for key in self._watching.pop(conn_id, ()):
+        for key in self._watching.pop(conn_id, {}):
             _discard(self._watchers, key, conn_id)
 
     # -- who wants which run's events ------------------------------------------------------------
     def watch_session(self, conn_id: str, session_key: str) -> None:
-        if conn_id in self._recipients:
-            self._watchers.setdefault(session_key, set()).add(conn_id)
-            self._watching.setdefault(conn_id, set()).add(session_key)
+        if conn_id not in self._recipients:
+            return
+        self._watchers.setdefault(session_key, set()).add(conn_id)
+        watching = self._watching.setdefault(conn_id, {})
+        watching.pop(session_key, None)
+        watching[session_key] = None  # most recent last
+        while len(watching) > self.max_watched:
+            self.unwatch_session(conn_id, next(iter(watching)))
 
     def unwatch_session(self, conn_id: str, session_key: str) -> None:
         _discard(self._watchers, session_key, conn_id)
-        _discard(self._watching, conn_id, session_key)
+        watching = self._watching.get(conn_id)
+        if watching is not None:
+            watching.pop(session_key, None)
+            if not watching:
+                del self._watching[conn_id]
 
     def own_run(self, run_id: str, conn_id: str) -> None:
         """``conn_id`` started ``run_id``: a targeted connection gets its events."""
@@ -123,6 +134,13 @@ class EventBus:
 
     def __len__(self) -> int:
         return len(self._recipients)
+
+    def retained(self) -> dict[str, int]:
+        """Entries held per run and per followed session (what a bounds test or report reads)."""
+        return {
+            "runOwners": len(self._owners),
+            "watchedSessions": sum(len(keys) for keys in self._watching.values()),
+        }
 
     def recipients(self) -> list[Recipient]:
         return list(self._recipients.values())

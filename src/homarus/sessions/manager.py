@@ -128,6 +128,14 @@ class SessionManager:
             handle.forget_cache()
         return total
 
+    def retained(self) -> dict[str, int]:
+        """Transcript handles held (at most ``MAX_TRANSCRIPT_HANDLES``) and the bytes of transcript
+        they keep parsed (trimmed to ``transcript_cache_bytes`` every ``_TRIM_EVERY`` lookups)."""
+        return {
+            "transcriptHandles": len(self._transcripts),
+            "transcriptCacheBytes": sum(h.cached_bytes for h in self._transcripts.values()),
+        }
+
     def transcript_for(self, ref: SessionRef) -> Transcript:
         return self.transcript(ref.agent_id, ref.entry.session_id)
 

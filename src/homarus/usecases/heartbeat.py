@@ -108,6 +108,10 @@ class SystemEvents:
             queue = self._queues[session_key] = deque(maxlen=self.max_per_session)
         queue.append((int(time.time() * 1000), text[:MAX_EVENT_CHARS]))
 
+    def __len__(self) -> int:
+        """Sessions with events waiting (at most ``max_sessions``)."""
+        return len(self._queues)
+
     def pending(self, session_key: str) -> int:
         return len(self._queues.get(session_key, ()))
 

@@ -57,6 +57,8 @@ class RunEvents:
     bus: RunEventSink
     #: the idempotency cache of ``chat.send`` (a retry after the final event gets the outcome)
     dedupe: DedupeCache
+    #: finished runs whose snapshot and "recorded" mark are kept (``gateway.memory.runsKept``)
+    kept: int = 1000
     _chat: dict[str, _ChatState] = field(default_factory=dict)
     snapshots: dict[str, RunSnapshot] = field(default_factory=dict)
     _waiters: dict[str, list[asyncio.Future[RunSnapshot]]] = field(default_factory=dict)
@@ -92,10 +94,19 @@ class RunEvents:
                 self._set(RunSnapshot(run_id, "error", snap.started_at, data.get("endedAt"), data.get("error")))
                 self._final(run_id, event, "error")
 
+    def retained(self) -> dict[str, int]:
+        """Entries held per run: streaming chats, snapshots, recorded ends, waiters."""
+        return {
+            "chatStreams": len(self._chat),
+            "runSnapshots": len(self.snapshots),
+            "runsRecorded": len(self._recorded),
+            "runWaiters": len(self._waiters) + len(self._recorded_waiters),
+        }
+
     # -- agent.wait support -------------------------------------------------------------------
     def _set(self, snap: RunSnapshot) -> None:
         self.snapshots[snap.run_id] = snap
-        _bound(self.snapshots)
+        _bound(self.snapshots, self.kept)
         if snap.status != "running":
             _resolve(self._waiters, snap.run_id, snap)
 
@@ -118,7 +129,7 @@ class RunEvents:
         mapped = {"aborted": "timeout"}.get(status, status)
         self._set(RunSnapshot(run_id, mapped, started_at, ended_at, error))
         self._recorded[run_id] = None
-        _bound(self._recorded)
+        _bound(self._recorded, self.kept)
         _resolve(self._recorded_waiters, run_id, True)
 
     async def wait_recorded(self, run_id: str, timeout_s: float) -> bool:
@@ -191,10 +202,10 @@ class RunEvents:
         bus.release_run(run_id)
 
 
-def _bound(items: dict[str, Any]) -> None:
-    """Keep a per-run dict bounded: past 2000 entries, the oldest 500 go."""
-    if len(items) > 2000:
-        for old in list(items)[:500]:
+def _bound(items: dict[str, Any], kept: int) -> None:
+    """Keep a per-run dict to ``kept`` entries: past it, the oldest quarter goes (amortised)."""
+    if len(items) > kept:
+        for old in list(items)[: len(items) - kept + kept // 4]:
             del items[old]
 
 

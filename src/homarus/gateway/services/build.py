@@ -166,7 +166,7 @@ def runtime(gw: GatewayContext) -> AgentRuntime:
 def run_events(gw: GatewayContext) -> RunEvents:
     from homarus.usecases.run_events import RunEvents
 
-    return RunEvents(gw.bus, gw.dedupe)
+    return RunEvents(gw.bus, gw.dedupe, kept=gw.config.gateway.memory.runs_kept)
 
 
 def heartbeats(gw: GatewayContext) -> Heartbeats:
