@@ -56,8 +56,8 @@ bench: install
 bench-agent: install
 	$(BIN)/python bench/agent_bench.py
 
-# Homarus beside the original OpenClaw gateway (../shared/peers/openclaw) and nanobot-ai, same fake
-# model, one sitting; installs both peers when missing and writes the tables into bench/RESULTS.md
+# Homarus beside the original OpenClaw gateway (../shared/peers/openclaw), nanobot-ai and hermes-agent,
+# same fake model, one sitting; installs the peers when missing and writes the tables into bench/RESULTS.md
 bench-peer: install
 	$(BIN)/python bench/peer_bench.py --write bench/RESULTS.md
 

@@ -1,8 +1,10 @@
 """The systems under test in the side-by-side bench, each started on loopback against its own copy
-of the same fake model: Homarus, the original OpenClaw gateway and nanobot-ai's API server.
+of the same fake model: Homarus, the original OpenClaw gateway, nanobot-ai's API server and
+hermes-agent's API server platform.
 
 OpenClaw is installed and started with the scripts in ``../shared/peers/openclaw/`` (install.sh,
-start.sh, stop.sh); nanobot-ai is installed from PyPI into its own venv under ``~/.cache``. The
+start.sh, stop.sh); nanobot-ai and hermes-agent are installed from PyPI, each into its own venv
+under ``~/.cache``. The
 fake model is the peers' ``fake_llm.py`` (stdlib, OpenAI Chat Completions, SSE), which logs every
 request body, so each system's model request is measured the same way.
 """
@@ -31,6 +33,9 @@ PEER_DIR = Path(__file__).resolve().parents[2] / "shared" / "peers" / "openclaw"
 PEER_ROOT = Path(os.environ.get("PEER_ROOT", Path.home() / ".cache" / "openclaw-peer"))
 NANOBOT_ROOT = Path(os.environ.get("NANOBOT_ROOT", Path.home() / ".cache" / "nanobot-peer"))
 NANOBOT_VERSION = "0.3.5"
+HERMES_ROOT = Path(os.environ.get("HERMES_ROOT", Path.home() / ".cache" / "hermes-peer"))
+HERMES_VERSION = "0.19.0"
+HERMES_KEY = "peer-hermes-key-0123456789abcdef"  # a throwaway key for a server on loopback
 GATEWAY_TOKEN = "peer-gateway-token-0123456789abcdef"  # the peer scripts' throwaway local tokens
 HOOKS_TOKEN = "peer-hooks-token-fedcba9876543210"
 START_TIMEOUT_S = 180.0
@@ -242,6 +247,20 @@ class OpenClaw:
         self.stop()
 
 
+def _venv_install(root: Path, dist: str, version: str, extra: list[str]) -> Path:
+    """``dist==version`` (and ``extra`` requirements) in the venv ``root/venv``, once; its bin dir."""
+    venv = root / "venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    probe = [str(python), "-c", f"import importlib.metadata as m; print(m.version({dist!r}))"]
+    found = subprocess.run(probe, capture_output=True, text=True, check=False).stdout.strip()
+    if found != version:
+        pip = [str(python), "-m", "pip", "install", "--quiet", f"{dist}=={version}", *extra]
+        subprocess.run(pip, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return venv / "bin"
+
+
 @dataclass
 class Nanobot(Spawned):
     """``nanobot serve`` (nanobot-ai 0.3.5, its OpenAI-compatible API) on the same fake model."""
@@ -254,14 +273,7 @@ class Nanobot(Spawned):
 
     @classmethod
     def install(cls) -> None:
-        venv = NANOBOT_ROOT / "venv"
-        if not (venv / "bin" / "python").exists():
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        probe = [str(venv / "bin" / "python"), "-c", "import importlib.metadata as m; print(m.version('nanobot-ai'))"]
-        found = subprocess.run(probe, capture_output=True, text=True, check=False).stdout.strip()
-        if found != NANOBOT_VERSION:
-            pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", f"nanobot-ai=={NANOBOT_VERSION}"]
-            subprocess.run(pip, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        venv = _venv_install(NANOBOT_ROOT, "nanobot-ai", NANOBOT_VERSION, []).parent
         has_api = subprocess.run([str(venv / "bin" / "python"), "-c", "import aiohttp"], check=False).returncode == 0
         if not has_api:  # `nanobot serve` needs its optional "api" feature (it installs aiohttp)
             subprocess.run([str(cls.executable()), "plugins", "enable", "api"], check=True, capture_output=True)
@@ -283,3 +295,39 @@ class Nanobot(Spawned):
         env = {**os.environ, "HOME": str(home)}
         cmd = [str(self.executable()), "serve", "--config", str(path), "--port", str(self.port), "--host", HOST]
         return self.spawn(cmd, env, "serve.log")
+
+
+@dataclass
+class Hermes(Spawned):
+    """``hermes gateway run`` (hermes-agent 0.19.0) with only its OpenAI-compatible API server
+    platform, a custom provider pointed at the fake model and ``context_length`` set (so it asks
+    no outside service for the model's limits); a fresh ``HERMES_HOME`` for each start."""
+
+    name: str = "hermes"
+    starts: int = 0
+
+    @staticmethod
+    def executable() -> Path:
+        return HERMES_ROOT / "venv" / "bin" / "hermes"
+
+    @staticmethod
+    def install() -> None:
+        # the API server platform needs aiohttp (hermes-agent's "messaging" extra pins this one)
+        _venv_install(HERMES_ROOT, "hermes-agent", HERMES_VERSION, ["aiohttp==3.14.1"])
+
+    def start(self) -> float:
+        """Spawn with a fresh home; seconds to the first ``GET /health`` 200."""
+        self.starts += 1
+        self.port = free_port()
+        home = self.workdir / f"home-{self.starts}"
+        home.mkdir(parents=True)
+        config = (
+            "model:\n  provider: custom\n"
+            f"  base_url: {self.model.base_url}\n"
+            "  default: fake-model\n  api_key: fake-local\n  context_length: 128000\n"
+        )
+        (home / "config.yaml").write_text(config, encoding="utf-8")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("HERMES_", "API_SERVER_"))}
+        env.update(HERMES_HOME=str(home), HOME=str(home), API_SERVER_ENABLED="true", API_SERVER_KEY=HERMES_KEY)
+        env.update(API_SERVER_HOST=HOST, API_SERVER_PORT=str(self.port))
+        return self.spawn([str(self.executable()), "gateway", "run"], env, f"gateway-{self.starts}.log")

@@ -203,6 +203,21 @@ async def openai_turns(port: int, n: int, api_key: str | None, model: str, warmu
     return out
 
 
+async def model_alone(base_url: str, body: bytes, n: int) -> list[float]:
+    """``body`` (a recorded model request) POSTed to the fake model itself ``n`` times: what a turn
+    spends in the model, to tell a gateway's own time from it."""
+    out = []
+    async with httpx.AsyncClient(timeout=30) as client:
+        for i in range(n + 3):
+            started = time.perf_counter()
+            async with client.stream("POST", f"{base_url}/chat/completions", content=body) as response:
+                async for _ in response.aiter_bytes():
+                    pass
+            if i >= 3:
+                out.append(time.perf_counter() - started)
+    return out
+
+
 def run(coro_fn: Callable[..., Coroutine[Any, Any, T]], *args: Any) -> T:
     return asyncio.run(coro_fn(*args))
 
