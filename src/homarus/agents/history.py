@@ -6,10 +6,12 @@ from typing import Any
 
 from homarus.agents.compaction import summary_message
 from homarus.agents.resume import aborted_results
-from homarus.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, message_from_json
+from homarus.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage, message_from_json
 from homarus.sessions.transcript import Transcript
 
 __all__ = ["answer_open_calls", "load_history", "persist_messages", "previous_summary"]
+
+_MESSAGE_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
 
 
 def load_history(transcript: Transcript) -> tuple[list[Message], list[str]]:
@@ -29,13 +31,20 @@ def load_history(transcript: Transcript) -> tuple[list[Message], list[str]]:
     if summary is not None:
         messages.append(summary_message(summary))
         ids_out.append("")
+    parsed = transcript.derived  # the messages of earlier turns, rebuilt once per cached view
     for entry in entries[start:]:
         if entry.get("type") != "message" or not isinstance(entry.get("message"), dict):
             continue
-        try:
-            messages.append(message_from_json(entry["message"]))
-        except (KeyError, ValueError):
-            continue  # written by a newer version in a shape we cannot replay: leave it out
+        entry_id = entry.get("id")
+        message = parsed.get(entry_id) if isinstance(entry_id, str) else None
+        if not isinstance(message, _MESSAGE_TYPES):
+            try:
+                message = message_from_json(entry["message"])
+            except (KeyError, ValueError):
+                continue  # written by a newer version in a shape we cannot replay: leave it out
+            if isinstance(entry_id, str):
+                parsed[entry_id] = message
+        messages.append(message)
         ids_out.append(str(entry.get("id", "")))
     return answer_open_calls(messages, ids_out)
 
@@ -60,9 +69,10 @@ def answer_open_calls(messages: list[Message], ids: list[str]) -> tuple[list[Mes
         if isinstance(message, ToolResultMessage):
             open_calls[:] = [c for c in open_calls if c.id != message.tool_call_id]
         else:
-            close()
+            if open_calls:  # (the common case, none open, costs nothing: this runs per message per turn)
+                close()
             if isinstance(message, AssistantMessage):
-                open_calls.extend(message.tool_calls)
+                open_calls.extend(b for b in message.content if isinstance(b, ToolCall))
         out.append(message)
         out_ids.append(entry_id)
     close()
