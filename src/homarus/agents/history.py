@@ -2,51 +2,99 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from homarus.agents.compaction import summary_message
 from homarus.agents.resume import aborted_results
-from homarus.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, UserMessage, message_from_json
+from homarus.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, message_from_json
 from homarus.sessions.transcript import Transcript
 
 __all__ = ["answer_open_calls", "load_history", "persist_messages", "previous_summary"]
 
-_MESSAGE_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
+#: where :func:`load_history` keeps its state in ``Transcript.derived`` (entry ids are never this)
+_STATE_KEY = "#history"
+
+
+@dataclass(slots=True)
+class _History:
+    """The history of the first ``consumed`` entries of a transcript's cached view, before the tool
+    calls still open at its end are answered: a turn extends it with the entries added since the
+    last one instead of converting the whole transcript again."""
+
+    consumed: int = 0
+    messages: list[Message] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    #: tool calls of the last assistant message still without a result, in call order
+    open_calls: list[ToolCall] = field(default_factory=list)
+
+    def add(self, message: Message, entry_id: str) -> None:
+        if isinstance(message, ToolResultMessage):
+            if self.open_calls:
+                self.open_calls = [c for c in self.open_calls if c.id != message.tool_call_id]
+        else:
+            self.close()
+            if isinstance(message, AssistantMessage):
+                self.open_calls = [b for b in message.content if isinstance(b, ToolCall)]
+        self.messages.append(message)
+        self.ids.append(entry_id)
+
+    def close(self) -> None:
+        """Answer the open calls as interrupted, right after their turn."""
+        if self.open_calls:
+            self.messages.extend(aborted_results(self.open_calls))
+            self.ids.extend("" for _ in self.open_calls)
+            self.open_calls = []
+
+    def result(self) -> tuple[list[Message], list[str]]:
+        """Copies (the caller may extend them), the calls open at the end answered."""
+        tail = aborted_results(self.open_calls)
+        return [*self.messages, *tail], [*self.ids, *("" for _ in tail)]
 
 
 def load_history(transcript: Transcript) -> tuple[list[Message], list[str]]:
-    """(messages for the model, their entry ids). The latest compaction replaces what it summarised."""
+    """(messages for the model, their entry ids). The latest compaction replaces what it summarised;
+    every tool call without a result gets an "interrupted" one right after its turn.
+
+    Only the entries added since the last call are converted (``Transcript.derived`` keeps the
+    rest with the cached view it came from); a compaction among them starts over from it."""
     entries = transcript.read().entries
+    state = transcript.derived.get(_STATE_KEY)
+    if not isinstance(state, _History) or state.consumed > len(entries):
+        state = None
+    new = entries[state.consumed :] if state is not None else entries
+    if state is None or any(e.get("type") == "compaction" for e in new):
+        state = _from_last_compaction(entries)
+    else:
+        _extend(state, new)
+    state.consumed = len(entries)
+    transcript.derived[_STATE_KEY] = state
+    return state.result()
+
+
+def _from_last_compaction(entries: list[dict[str, Any]]) -> _History:
+    state = _History()
     start = 0
-    summary: str | None = None
     for i in range(len(entries) - 1, -1, -1):
         if entries[i].get("type") == "compaction":
-            summary = str(entries[i].get("summary", ""))
             kept = entries[i].get("firstKeptEntryId")
             ids = [e.get("id") for e in entries]
             start = ids.index(kept) if kept in ids else i + 1
+            state.add(summary_message(str(entries[i].get("summary", ""))), "")
             break
-    messages: list[Message] = []
-    ids_out: list[str] = []
-    if summary is not None:
-        messages.append(summary_message(summary))
-        ids_out.append("")
-    parsed = transcript.derived  # the messages of earlier turns, rebuilt once per cached view
-    for entry in entries[start:]:
+    _extend(state, entries[start:])
+    return state
+
+
+def _extend(state: _History, entries: list[dict[str, Any]]) -> None:
+    for entry in entries:
         if entry.get("type") != "message" or not isinstance(entry.get("message"), dict):
             continue
-        entry_id = entry.get("id")
-        message = parsed.get(entry_id) if isinstance(entry_id, str) else None
-        if not isinstance(message, _MESSAGE_TYPES):
-            try:
-                message = message_from_json(entry["message"])
-            except (KeyError, ValueError):
-                continue  # written by a newer version in a shape we cannot replay: leave it out
-            if isinstance(entry_id, str):
-                parsed[entry_id] = message
-        messages.append(message)
-        ids_out.append(str(entry.get("id", "")))
-    return answer_open_calls(messages, ids_out)
+        try:
+            message = message_from_json(entry["message"])
+        except (KeyError, ValueError):
+            continue  # written by a newer version in a shape we cannot replay: leave it out
+        state.add(message, str(entry.get("id", "")))
 
 
 def answer_open_calls(messages: list[Message], ids: list[str]) -> tuple[list[Message], list[str]]:
@@ -56,27 +104,10 @@ def answer_open_calls(messages: list[Message], ids: list[str]) -> tuple[list[Mes
     a crash; a call still open here escaped both (a transcript from elsewhere, a journal lost with
     its disk). Models refuse a history whose tool calls go unanswered, so the session would be stuck.
     """
-    out: list[Message] = []
-    out_ids: list[str] = []
-    open_calls: list[ToolCall] = []
-
-    def close() -> None:
-        out.extend(aborted_results(open_calls))
-        out_ids.extend("" for _ in open_calls)
-        open_calls.clear()
-
+    state = _History()
     for message, entry_id in zip(messages, ids, strict=True):
-        if isinstance(message, ToolResultMessage):
-            open_calls[:] = [c for c in open_calls if c.id != message.tool_call_id]
-        else:
-            if open_calls:  # (the common case, none open, costs nothing: this runs per message per turn)
-                close()
-            if isinstance(message, AssistantMessage):
-                open_calls.extend(b for b in message.content if isinstance(b, ToolCall))
-        out.append(message)
-        out_ids.append(entry_id)
-    close()
-    return out, out_ids
+        state.add(message, entry_id)
+    return state.result()
 
 
 def previous_summary(transcript: Transcript) -> str | None:
