@@ -13,8 +13,3 @@ __version__ = "0.1.0"
 # loaded: 2 MB of a gateway's resident memory for a CLI Homarus never runs. Marking the module
 # absent makes httpx take its fallback at once.
 sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-# the methods ``@dataclass`` generates, compiled at install rather than at every start (codecache.py)
-from homarus import codecache as _codecache  # noqa: E402 - after the httpx marker, before any dataclass
-
-_codecache.install()

@@ -80,8 +80,10 @@ def dispatch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
 # -- gateway ----------------------------------------------------------------------------
 def _gateway_run(args: argparse.Namespace, paths: StatePaths) -> int:
+    from homarus import codecache
     from homarus.gateway.services.warm import settle_heaps_of_this_process
 
+    codecache.install()  # the gateway's dataclasses get their methods compiled at install time
     settle_heaps_of_this_process()  # this process is the gateway: what it builds at start stays
     from homarus.gateway.app import GatewayOptions
     from homarus.gateway.server import build_gateway, serve
