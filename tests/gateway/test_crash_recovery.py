@@ -116,6 +116,8 @@ async def test_webhook_runs_queued_behind_a_busy_lane_run_after_kill9_in_order(t
         again = post_hook(box.http, "please do job-3", idem="key-3")
         assert again.status_code == 202 and again.json()["runId"] == run_ids[3]
         assert len(box.journal()) == 10
+        # ten model calls, and not a line each in the log (httpx logs every request at INFO)
+        assert "HTTP Request:" not in box.proc.stderr and "INFO:" in box.proc.stderr  # (logging at INFO)
 
 
 async def test_agent_runs_after_kill9_the_running_one_is_interrupted_the_queued_ones_run(tmp_path: Path) -> None:

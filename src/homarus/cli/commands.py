@@ -89,6 +89,10 @@ def _gateway_run(args: argparse.Namespace, paths: StatePaths) -> int:
     from homarus.gateway.server import build_gateway, serve
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if logging.getLogger().level > logging.DEBUG:
+        # httpx logs every request at INFO: a line per model call and per chat API call (and a
+        # formatted record each, 0.15 ms of every turn); its warnings still show
+        logging.getLogger("httpx").setLevel(logging.WARNING)
     try:
         host = resolve_bind_host(args.bind) if args.bind else None
     except ValueError as exc:
