@@ -404,3 +404,30 @@ def register(api):
 
     loaded.registry.next_turn_injector = async_injector
     assert (await api.enqueue_next_turn_injection("k", "t"))["id"] == "i2"
+
+
+CHANNEL_BODY = """
+from homarus.channels.adapter import ChannelSpec
+from homarus.channels.model import ChannelCapabilities
+api.register_channel(ChannelSpec(id={cid!r}, label="x", capabilities=ChannelCapabilities(),
+                                 factory=lambda ctx: None, config_model={model}))
+"""
+
+
+def test_a_channel_config_model_is_a_subclass_or_its_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from homarus.config import channel_registry
+
+    monkeypatch.setattr(channel_registry, "_REGISTERED", {})
+    cases = {
+        "named": "'homarus.channels.telegram.config:TelegramConfig'",
+        "badname": "'TelegramConfig'",
+        "notamodel": "dict",
+    }
+    for cid, model in cases.items():
+        body = CHANNEL_BODY.format(cid=cid, model=model)
+        with_helpers(tmp_path, f"p-{cid}", body, contracts={"channels": [cid]})
+    loaded = load(tmp_path, {})
+    assert "named" in loaded.registry.channels and channel_registry.registered()["named"].endswith(":TelegramConfig")
+    assert loaded.messages("p-badname") == ["channel 'badname': config_model 'TelegramConfig' is not 'module:Class'"]
+    assert loaded.messages("p-notamodel") == ["channel 'notamodel': config_model must subclass ChannelConfig"]
+    assert "badname" not in loaded.registry.channels and "notamodel" not in loaded.registry.channels

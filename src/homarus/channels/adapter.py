@@ -168,8 +168,9 @@ class ChannelSpec:
     #: the channel's own fields of an account's ``channels.status`` row (never a secret), from the
     #: account's effective settings and id
     status_fields: Callable[[Mapping[str, Any], str], dict[str, Any]] | None = None
-    #: the model of ``channels.<id>``: :class:`ChannelConfig` with the channel's own fields (None:
-    #: the shared access fields, the channel's own keys kept as given)
-    config_model: type[ChannelConfig] | None = None
+    #: the model of ``channels.<id>``: :class:`ChannelConfig` with the channel's own fields, or
+    #: ``"module:Class"`` naming it (imported when ``channels.<id>`` is first read, so a channel
+    #: nobody configures costs no model); None: the shared access fields, its own keys as given
+    config_model: type[ChannelConfig] | str | None = None
     #: how ``channels add`` / ``onboard`` set an account up (None: by editing the config only)
     setup: ChannelSetup | None = None

@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 
 from pydantic import ConfigDict, Field, PrivateAttr, RootModel, field_validator, model_validator
 
+from homarus.config import channel_registry
 from homarus.config.base import ConfigModel
 
 __all__ = [
@@ -198,27 +199,51 @@ class ChannelConfig(ChannelAccountConfig):
 
 #: the entry point group a package names its channels' config models in (``<id> = "module:Class"``)
 CHANNEL_CONFIG_GROUP: Final = "homarus.channel_configs"
-#: channel id → its config model, as its plugin registered it (``register_channel_schema``)
-_SCHEMAS: dict[str, type[ChannelConfig]] = {}
 
 
-def register_channel_schema(channel_id: str, model: type[ChannelConfig]) -> None:
-    """Validate ``channels.<channel_id>`` with ``model`` from now on (a channel plugin's own fields)."""
-    _SCHEMAS[channel_id] = model
+def register_channel_schema(channel_id: str, model: type[ChannelConfig] | str) -> None:
+    """Validate ``channels.<channel_id>`` with ``model`` from now on (a channel plugin's own fields;
+    a ``"module:attr"`` name is imported when the section is first read)."""
+    channel_registry.register(channel_id, model)
 
 
 def channel_schema(channel_id: str) -> type[ChannelConfig]:
     """The config model of a channel: registered by its plugin, else named by an installed package's
     entry point (so a config is checked before any plugin runs), else the shared access fields."""
-    model = _SCHEMAS.get(channel_id)
+    schemas = channel_registry.registered()
+    model = schemas.get(channel_id)
+    if isinstance(model, str):
+        model = schemas[channel_id] = _resolve(channel_id, model)
     if model is None:
-        model = _SCHEMAS[channel_id] = _declared_schemas().get(channel_id, ChannelConfig)
+        model = schemas[channel_id] = _declared_schemas().get(channel_id, ChannelConfig)
     return model
 
 
 def channel_schemas() -> dict[str, type[ChannelConfig]]:
     """Every channel config model known now (declared by installed packages, registered by plugins)."""
-    return {**_declared_schemas(), **_SCHEMAS}
+    return {
+        **_declared_schemas(),
+        **{channel_id: channel_schema(channel_id) for channel_id in list(channel_registry.registered())},
+    }
+
+
+def _resolve(channel_id: str, ref: str) -> type[ChannelConfig]:
+    """The class a plugin named; the shared access fields (and an error in the log) when the name
+    does not lead to a ``ChannelConfig`` subclass, as for a broken entry point."""
+    import importlib
+
+    module_name, _, attr = ref.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except Exception:
+        logging.getLogger("homarus.config").exception("channel %s: config model %s failed to load", channel_id, ref)
+        return ChannelConfig
+    if isinstance(obj, type) and issubclass(obj, ChannelConfig):
+        return obj
+    logging.getLogger("homarus.config").error("channel %s: %s is not a ChannelConfig subclass", channel_id, ref)
+    return ChannelConfig
 
 
 @lru_cache(maxsize=1)

@@ -365,7 +365,13 @@ class PluginApi:
         if prior is not None:
             return self._diag("error", f"channel {channel_id!r} already registered by {prior.plugin_id!r}")
         model = getattr(spec, "config_model", None)
-        if model is not None:
+        if isinstance(model, str):  # named: imported when channels.<id> is first read
+            from homarus.config import channel_registry
+
+            if not channel_registry.REF.fullmatch(model):
+                return self._diag("error", f"channel {channel_id!r}: config_model {model!r} is not 'module:Class'")
+            channel_registry.register(channel_id, model)
+        elif model is not None:
             from homarus.config.channels import ChannelConfig, register_channel_schema
 
             if not (isinstance(model, type) and issubclass(model, ChannelConfig)):

@@ -15,7 +15,7 @@ import pytest
 
 from homarus.cli import onboard_cmd
 from homarus.cli.onboard_cmd import Stop
-from homarus.config import channels as channel_configs
+from homarus.config import channel_registry
 from homarus.providers.scripted import ScriptedProvider
 from tests.channels.loopchat.cloud import Loopchat, run_loopchat
 from tests.conftest import TEST_TOKEN, make_paths, run_gateway
@@ -30,7 +30,7 @@ SRC = Path(__file__).resolve().parents[3] / "src" / "homarus"
 @pytest.fixture(autouse=True)
 def _schemas_of_this_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """The plugin registers its config model for the process: not for the tests after this one."""
-    monkeypatch.setattr(channel_configs, "_SCHEMAS", dict(channel_configs._SCHEMAS))
+    monkeypatch.setattr(channel_registry, "_REGISTERED", dict(channel_registry.registered()))
     yield
 
 

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from homarus import __version__
 from homarus.channels.adapter import ChannelSetup, ChannelSpec
 from homarus.channels.model import ChannelCapabilities
-from homarus.channels.telegram.config import TelegramConfig
 
 if TYPE_CHECKING:
     from homarus.channels.adapter import AccountContext, ChannelAccount
@@ -97,7 +96,7 @@ SPEC = ChannelSpec(
     thread_word="topic",
     aliases=("tg",),
     status_fields=_status_fields,
-    config_model=TelegramConfig,
+    config_model="homarus.channels.telegram.config:TelegramConfig",
     setup=ChannelSetup(
         credential_key="botToken",
         credential_label="bot token (from @BotFather)",
