@@ -102,6 +102,17 @@ def test_a_changed_class_compiles_anew(tmp_path: Path) -> None:
     assert changed["misses"] > 0 and changed["hits"] > 0  # Named is unchanged and still served
 
 
+def test_a_rebuild_keeps_only_what_the_sources_create(tmp_path: Path) -> None:
+    modules = _modules(tmp_path)
+    cache = tmp_path / "cache.bin"
+    first = _build(cache, modules)
+    shapes = modules / "samplepkg" / "shapes.py"
+    shapes.write_text(MODULE.replace("y: int = 0", "y: int = 0\n    z: int = 7"), encoding="utf-8")
+    assert _build(cache, modules) == first  # the old Point's methods are gone, the new ones in
+    (modules / "sample.py").write_text(shapes.read_text(encoding="utf-8"), encoding="utf-8")
+    assert _probe(cache, modules)["misses"] == 0
+
+
 def test_a_foreign_or_damaged_file_is_ignored(tmp_path: Path) -> None:
     modules = _modules(tmp_path)
     cache = tmp_path / "cache.bin"

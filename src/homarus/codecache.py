@@ -108,24 +108,26 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /) -> None:
     if code is None:
         _misses += 1
         code = compile(source, "<string>", "exec")  # what exec() does with a string
-        if _recording is not None:
-            _recording[digest] = marshal.dumps(code)
+        blob = marshal.dumps(code)
     else:
         _hits += 1
+    if _recording is not None and blob is not None:
+        _recording[digest] = blob
     builtins.exec(code, globals, locals)  # noqa: S102 - the dataclasses module's own generated source
 
 
 def build(package: str = "homarus", path: Path | None = None) -> int:
     """Import every module of ``package`` (one that fails to import is skipped) and write the code
-    of every dataclass method compiled meanwhile to ``path``; returns the number of entries. Run
-    again after an upgrade (``make install`` does)."""
+    of every dataclass method created meanwhile to ``path``, and nothing else (a class changed or
+    removed since the last build leaves no entry behind); returns the number of entries. Run again
+    after an upgrade (``make install`` does, whenever a source changes)."""
     import pkgutil
     import tempfile
 
     global _recording
     target = path or cache_path()
     install(target)
-    _recording = dict(_load())
+    _recording = {}
     try:
         root = importlib.import_module(package)
         for info in pkgutil.walk_packages(root.__path__, f"{package}."):
