@@ -51,7 +51,7 @@ async def _client(url: str, keys: Any, count: int) -> None:
         await ws.close()
 
 
-async def _runs(url: str, keys: Any, total: int, clients: int) -> float:
+async def run_turns(url: str, keys: Any, total: int, clients: int) -> float:
     started = time.perf_counter()
     share = [total // clients + (1 if i < total % clients else 0) for i in range(clients)]
     await asyncio.gather(*(_client(url, keys, n) for n in share if n))
@@ -73,12 +73,12 @@ def measure(args: argparse.Namespace) -> list[dict[str, Any]]:
         gw.start()
         gw.wait_healthy()
         rows.append({"runs": 0, "rss": gw.rss_mib(), "rate": None})
-        rate = asyncio.run(_runs(gw.url, keys, args.warmup, args.clients))
+        rate = asyncio.run(run_turns(gw.url, keys, args.warmup, args.clients))
         rows.append({"runs": args.warmup, "rss": gw.rss_mib(), "rate": rate, "warm": True})
         done = 0
         while done < args.runs:
             n = min(args.step, args.runs - done)
-            rate = asyncio.run(_runs(gw.url, keys, n, args.clients))
+            rate = asyncio.run(run_turns(gw.url, keys, n, args.clients))
             done += n
             rows.append({"runs": args.warmup + done, "rss": gw.rss_mib(), "rate": rate})
             print(f"# {args.warmup + done} runs: {rows[-1]['rss']:.1f} MiB", file=sys.stderr, flush=True)

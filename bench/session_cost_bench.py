@@ -26,13 +26,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.agent_client import gateway_with_config
 from bench.harness import machine_facts, markdown_table
-from bench.rss_bench import CONFIG, _runs
+from bench.rss_bench import CONFIG, run_turns
 
 
 def _cpu_per_run(pid: int, url: str, keys: Iterator[str], runs: int, clients: int) -> tuple[float, float]:
     proc = psutil.Process(pid)
     before = proc.cpu_times()
-    rate = asyncio.run(_runs(url, keys, runs, clients))
+    rate = asyncio.run(run_turns(url, keys, runs, clients))
     after = proc.cpu_times()
     cpu = (after.user - before.user) + (after.system - before.system)
     return cpu * 1000 / runs, rate
@@ -52,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         gw.start()
         gw.wait_healthy()
         assert gw.proc is not None
-        asyncio.run(_runs(gw.url, warm_keys, 500, args.clients))  # imports, caches, the 100 sessions
+        asyncio.run(run_turns(gw.url, warm_keys, 500, args.clients))  # imports, caches, the 100 sessions
         for r in range(args.rounds):
             warm, warm_rate = _cpu_per_run(gw.proc.pid, gw.url, warm_keys, args.runs, args.clients)
             new, new_rate = _cpu_per_run(gw.proc.pid, gw.url, new_keys, args.runs, args.clients)

@@ -127,15 +127,14 @@ def build(package: str = "homarus", path: Path | None = None) -> int:
     global _recording
     target = path or cache_path()
     install(target)
-    _recording = {}
+    entries: dict[bytes, bytes] = {}
+    _recording = entries
     try:
         root = importlib.import_module(package)
         for info in pkgutil.walk_packages(root.__path__, f"{package}."):
-            if ".__main__" in info.name or info.name.endswith("__main__"):
-                continue
-            with contextlib.suppress(Exception):
-                importlib.import_module(info.name)
-        entries, _recording = _recording, None
+            if not info.name.endswith("__main__"):
+                with contextlib.suppress(Exception):
+                    importlib.import_module(info.name)
     finally:
         _recording = None
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -44,6 +44,6 @@ def test_the_budget_is_kept_as_sessions_are_used_without_an_explicit_trim(tmp_pa
         t = mgr.transcript_for(ref)
         t.append_many([_user("y" * 500)])
         t.read()
-    cached = sum(h.cached_bytes for h in mgr._transcripts.values())
+    cached = mgr.retained()["transcriptCacheBytes"]
     assert cached <= 10_000 + 64 * 2_000  # trimmed every 64 lookups: at most that many added since
     assert mgr.trim_transcript_cache() <= 10_000

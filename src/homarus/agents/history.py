@@ -59,14 +59,12 @@ def load_history(transcript: Transcript) -> tuple[list[Message], list[str]]:
     Only the entries added since the last call are converted (``Transcript.derived`` keeps the
     rest with the cached view it came from); a compaction among them starts over from it."""
     entries = transcript.read().entries
-    state = transcript.derived.get(_STATE_KEY)
-    if not isinstance(state, _History) or state.consumed > len(entries):
-        state = None
-    new = entries[state.consumed :] if state is not None else entries
-    if state is None or any(e.get("type") == "compaction" for e in new):
+    kept = transcript.derived.get(_STATE_KEY)
+    state = kept if isinstance(kept, _History) and kept.consumed <= len(entries) else None
+    if state is None or any(e.get("type") == "compaction" for e in entries[state.consumed :]):
         state = _from_last_compaction(entries)
     else:
-        _extend(state, new)
+        _extend(state, entries[state.consumed :])
     state.consumed = len(entries)
     transcript.derived[_STATE_KEY] = state
     return state.result()

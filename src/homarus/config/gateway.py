@@ -62,8 +62,8 @@ class GatewayMemoryConfig(ConfigModel):
     #: finished runs whose outcome stays at hand: ``agent.wait`` on them, and a retried
     #: idempotency key answered without running again (older ones: the run journal still has them)
     runs_kept: int = Field(1000, ge=10, le=1_000_000)
-    #: the sessions one targeted connection follows (it started a run there); past it, the one
-    #: it followed least recently is let go
+    #: the sessions one connection follows (``sessions.messages.subscribe``); past it, the one it
+    #: followed least recently is let go
     watched_sessions_per_connection: int = Field(1024, ge=1, le=1_000_000)
 
 

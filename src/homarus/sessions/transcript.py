@@ -68,7 +68,7 @@ class Transcript:
         self.lock_timeout = lock_timeout
         self._state: _State | None = None
         self._view: tuple[int, int, TranscriptView] | None = None
-        #: values derived from entries of the cached view, by entry id (see :attr:`derived`)
+        #: what readers derived from the cached view, by a key of each reader's (see :attr:`derived`)
         self._derived: dict[str, Any] = {}
 
     @property
@@ -87,11 +87,11 @@ class Transcript:
 
     @property
     def derived(self) -> dict[str, Any]:
-        """What a reader made of an entry of this transcript (a parsed message), by entry id: kept as
-        long as the cached view it came from, so a turn converts only the entries added since the
-        last one instead of the whole history. Entries are never changed once written (the file is
-        append-only); whatever replaces the view (another file at the path, a torn line re-read,
-        :meth:`forget_cache`) empties it. Values are shared between readers: never mutate one."""
+        """What readers derived from the cached view, by a key of each reader's (the model history,
+        ``agents/history.py``): kept as long as that view, so a reader extends its value with the
+        entries added since instead of going over the whole transcript again. Entries are never
+        changed once written (the file is append-only); whatever replaces the view (another file at
+        the path, a torn line re-read, :meth:`forget_cache`) empties it."""
         return self._derived
 
     # -- reading ------------------------------------------------------------------------
