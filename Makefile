@@ -11,7 +11,7 @@ LINT_STAMP := $(LINT_VENV)/.installed
 CODECACHE := src/homarus/__pycache__/.dataclasses.stamp
 IMPORT_LINTER := import-linter>=2.17
 
-.PHONY: install run test lint bench bench-agent bench-peer sandbox-image image clean
+.PHONY: install run test lint bench bench-agent bench-peer tool-catalog sandbox-image image clean
 
 install: $(STAMP) $(LINT_STAMP) $(CODECACHE)
 
@@ -61,6 +61,11 @@ bench: install
 
 bench-agent: install
 	$(BIN)/python bench/agent_bench.py
+
+# the core tools' cards (src/homarus/tools/catalog.json) after a tool's signature or text changes;
+# tests/gateway/services/test_tooling.py fails while the file is out of date
+tool-catalog: $(STAMP)
+	$(BIN)/python -c "from homarus.gateway.services.tooling import write_catalog; print(write_catalog(), 'cards')"
 
 # Homarus beside the original OpenClaw gateway (../shared/peers/openclaw), nanobot-ai and hermes-agent,
 # same fake model, one sitting; installs the peers when missing and writes the tables into bench/RESULTS.md

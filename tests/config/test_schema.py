@@ -242,3 +242,21 @@ def test_bad_agent_ids(agent_id: str) -> None:
 
 def test_agent_id_is_required() -> None:
     assert errors(AgentsConfig, {"list": [{"name": "x"}]}) == [(("list", 0, "id"), "Field required")]
+
+
+def test_memory_paths_without_the_section_are_the_sections_defaults() -> None:
+    """The run path reads ``memory_paths`` without building ``memorySearch``: what it answers for an
+    absent section must be what the section's defaults say."""
+    from homarus.config.base import DEFAULTS
+    from homarus.config.memory import MemorySearchConfig
+
+    absent = AgentsConfig().defaults
+    assert absent.memory_search_ is DEFAULTS
+    built = MemorySearchConfig()
+    assert absent.memory_paths == (built.extra_paths if built.enabled else None) == ()
+    assert absent.memory_search_ is DEFAULTS  # still not built
+
+    off = AgentsConfig.model_validate({"defaults": {"memorySearch": {"enabled": False}}}).defaults
+    assert off.memory_paths is None
+    extra = AgentsConfig.model_validate({"defaults": {"memorySearch": {"extraPaths": ["notes"]}}}).defaults
+    assert extra.memory_paths == ("notes",)

@@ -130,6 +130,15 @@ class AgentsDefaults(ConfigModel):
     def memory_search(self) -> MemorySearchConfig:
         return self._lazy("memory_search_", _MEMORY_SEARCH)  # type: ignore[no-any-return]
 
+    @property
+    def memory_paths(self) -> tuple[str, ...] | None:
+        """``memorySearch.extraPaths``, or None when memory search is off; read without building the
+        section when the file does not set it (its defaults: on, no extra paths). Every run asks."""
+        if self.memory_search_ is DEFAULTS:
+            return ()
+        cfg = self.memory_search
+        return cfg.extra_paths if cfg.enabled else None
+
 
 class AgentsConfig(ConfigModel):
     defaults: AgentsDefaults = Field(default_factory=AgentsDefaults)

@@ -36,6 +36,7 @@ from pydantic import Field
 from homarus.errors import InvalidRequest
 from homarus.plugins import events as ev
 from homarus.tools.base import Tool, ToolContext, ToolResult, tool_from_function
+from homarus.tools.exec_doc import exec_description
 from homarus.tools.exec_policy import ExecPlan, ExecPolicy, fallback_plan, plan_exec
 from homarus.tools.paths import PathError, in_mount, resolve
 from homarus.tools.process import Command, ExecBackend, ExecResult, HostBackend, ProcessSession
@@ -65,22 +66,6 @@ _BLOCKED_ENV = re.compile(
     r"GIT_CONFIG.*|GIT_ASKPASS|SSH_ASKPASS|SSH_AUTH_SOCK|EDITOR|VISUAL|PAGER|GIT_PAGER|LESSOPEN|LESSCLOSE|HOMARUS_.*)",
     re.IGNORECASE,
 )
-
-_MODE_NOTES = {
-    "deny": "Currently disabled by this gateway's config (tools.exec.security: deny).",
-    "allowlist": (
-        "Only allowlisted programs (and read-only filters such as grep, sort, wc reading stdin) run "
-        "without approval; pipes and &&, ||, ; chains are fine when every part is allowed, while $(...), "
-        "backticks, redirections, background & and newlines are not. Anything else is refused or waits for "
-        "an operator's approval. Allowed: {allow}."
-    ),
-    "full": "The command runs through /bin/sh -c on the gateway host.",
-    "sandbox": (
-        "The command runs through /bin/sh -c inside an isolated sandbox: its workspace is /workspace, "
-        "system directories are read-only, the network is off unless the operator allowed it, and no "
-        "process outlives its timeout."
-    ),
-}
 
 
 def check_env(env: Mapping[str, str] | None) -> dict[str, str]:
@@ -365,13 +350,12 @@ def make_exec_tools(policy: ExecPolicy | None = None, backend: ExecBackend | Non
     ) -> ToolResult:
         return await _process(ctx, be, action, session_id, data)
 
-    mode = pol.security if pol.host or pol.security == "deny" else "sandbox"
-    note = _MODE_NOTES[mode].format(allow=", ".join(pol.allowlist) or "(nothing)")
-    exec_doc = (
-        "Run a shell command in the workspace (workdir: a subdirectory); returns exit code, stdout and "
-        f"stderr. Killed after timeout_seconds (max {pol.max_timeout_seconds}); output capped "
-        f"at {pol.max_output_bytes:,} bytes per stream. background=true for servers and "
-        f"watchers, then use process. {note}"
+    exec_doc = exec_description(
+        security=pol.security,
+        host=pol.host,
+        allowlist=pol.allowlist,
+        max_timeout_seconds=pol.max_timeout_seconds,
+        max_output_bytes=pol.max_output_bytes,
     )
     process_doc = (
         "Background processes started by exec: list, poll (new output and status), log (all kept output), "

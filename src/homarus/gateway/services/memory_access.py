@@ -31,10 +31,10 @@ NO_MEMORY_YET = "no memory yet: MEMORY.md and memory/*.md do not exist in the wo
 
 def memory_for(gateway: GatewayContext, agent_id: str) -> MemoryAccess | None:
     """The memory a run of ``agent_id`` may use (None when ``memorySearch.enabled`` is false)."""
-    cfg = gateway.config.agents.defaults.memory_search
-    if not cfg.enabled:
+    paths = gateway.config.agents.defaults.memory_paths
+    if paths is None:
         return None
-    return MemoryAccess(gateway, agent_id, gateway.workspace_dir(agent_id), cfg.extra_paths)
+    return MemoryAccess(gateway, agent_id, gateway.workspace_dir(agent_id), paths)
 
 
 def session_started(gateway: GatewayContext, key: SessionKey) -> None:
