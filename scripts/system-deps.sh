@@ -9,6 +9,7 @@ missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 [ -d /usr/share/doc/python3.11/html/_sources/faq ] || missing+=(python3.11-doc)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # the TLS tests make their certificate with it
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

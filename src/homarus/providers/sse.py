@@ -345,10 +345,15 @@ class HttpAdapter:
         if self._client is None:
             import httpx
 
+            from homarus.http_transport import transport_for
             from homarus.tls import context_for
 
             verify = context_for(self.config.base_url or "https://")
-            self._client = httpx.AsyncClient(timeout=httpx.Timeout(float(self.config.timeout_seconds)), verify=verify)
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(float(self.config.timeout_seconds)),
+                verify=verify,
+                transport=transport_for(verify),
+            )
         return self._client
 
     async def aclose(self) -> None:

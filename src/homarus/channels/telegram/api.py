@@ -23,6 +23,7 @@ from typing import Any, Final
 import httpx
 
 from homarus.channels.telegram.models import File, Message, Update, User
+from homarus.http_transport import transport_for
 from homarus.security.log_redaction import protect, redact_secrets
 from homarus.tls import context_for
 
@@ -64,12 +65,13 @@ class BotApi:
         self.api_root = api_root.rstrip("/")
         self._token = token
         self._timeout = timeout_s
+        verify = context_for(self.api_root)
         self._client = httpx.AsyncClient(
             base_url=f"{self.api_root}/bot{token}/",
             timeout=httpx.Timeout(timeout_s, connect=10.0),
-            transport=transport,
+            transport=transport or transport_for(verify, max_connections=20, max_keepalive=10),
             limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
-            verify=context_for(self.api_root),
+            verify=verify,
         )
 
     async def aclose(self) -> None:
