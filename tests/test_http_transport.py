@@ -285,3 +285,28 @@ def test_a_proxy_in_the_environment_leaves_the_requests_to_httpx(monkeypatch: py
     assert isinstance(transport_for(ctx), AsyncioTransport)
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
     assert transport_for(ctx) is None
+
+
+async def test_stream_sends_the_client_headers_and_decodes_the_body() -> None:
+    import gzip
+
+    from homarus.http_transport import stream
+
+    async def gzipped(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: Server) -> None:
+        while await server.read_request(reader) is not None:
+            body = gzip.compress(b"data: {}\n\n" * 3)
+            writer.write(ok(body, b"content-encoding: gzip", b"content-type: text/event-stream"))
+            await writer.drain()
+
+    transport = AsyncioTransport(verify=context_for("http://"))
+    async with Server(gzipped) as server:
+        headers = {"Content-Type": "application/json", "authorization": "Bearer k"}
+        for _ in range(2):
+            async with stream(transport, "POST", server.url + "/v1", content=b"{}", headers=headers, timeout=5) as r:
+                assert r.status_code == 200 and r.request.url.path == "/v1"
+                assert b"".join([c async for c in r.aiter_bytes()]) == b"data: {}\n\n" * 3
+        head = server.requests[0].split(b"\r\n\r\n")[0].lower()
+        for line in (b"accept-encoding: gzip, deflate", b"user-agent: homarus", b"authorization: bearer k"):
+            assert line in head
+        assert server.connections == 1  # each stream closed its response: the connection was kept
+    await transport.aclose()

@@ -163,7 +163,7 @@ class HttpStream:
 
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        client: httpx.AsyncClient | httpx.AsyncBaseTransport,
         url: str,
         *,
         content: bytes,
@@ -180,10 +180,23 @@ class HttpStream:
         self._task = asyncio.ensure_future(self._pump(client, url, content, headers, timeout_s))
 
     async def _pump(
-        self, client: httpx.AsyncClient, url: str, content: bytes, headers: Mapping[str, str], t: float
+        self,
+        client: httpx.AsyncClient | httpx.AsyncBaseTransport,
+        url: str,
+        content: bytes,
+        headers: Mapping[str, str],
+        t: float,
     ) -> None:
+        import httpx
+
         try:
-            async with client.stream("POST", url, content=content, headers=headers, timeout=t) as response:
+            if isinstance(client, httpx.AsyncBaseTransport):
+                from homarus.http_transport import stream
+
+                opened = stream(client, "POST", url, content=content, headers=headers, timeout=t)
+            else:
+                opened = client.stream("POST", url, content=content, headers=headers, timeout=t)
+            async with opened as response:
                 await self._queue.put(HttpHead(response.status_code, response.headers))
                 async for chunk in response.aiter_bytes():
                     await self._queue.put(chunk)
@@ -340,27 +353,35 @@ class HttpAdapter:
         self.config = config
         self._client = client
         self._owns_client = client is None
+        self._transport: httpx.AsyncBaseTransport | None = None
 
-    def _http(self) -> httpx.AsyncClient:
-        if self._client is None:
+    def _http(self) -> httpx.AsyncClient | httpx.AsyncBaseTransport:
+        """What requests go through: the client given, else this adapter's own transport (a client
+        with httpx's transport when a proxy is configured: ``http_transport.transport_for``)."""
+        if self._client is None and self._transport is None:
             import httpx
 
             from homarus.http_transport import transport_for
             from homarus.tls import context_for
 
             verify = context_for(self.config.base_url or "https://")
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(float(self.config.timeout_seconds)),
-                verify=verify,
-                transport=transport_for(verify),
-            )
-        return self._client
+            self._transport = transport_for(verify)
+            if self._transport is None:
+                timeout = httpx.Timeout(float(self.config.timeout_seconds))
+                self._client = httpx.AsyncClient(timeout=timeout, verify=verify)
+        if self._client is not None:
+            return self._client
+        assert self._transport is not None
+        return self._transport
 
     async def aclose(self) -> None:
         """Close the client this adapter opened itself (a shared one belongs to its creator)."""
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None
+        if self._transport is not None:
+            await self._transport.aclose()
+            self._transport = None
 
     def _headers(self, model: ModelInfo, base: dict[str, str]) -> dict[str, str]:
         headers = {"content-type": "application/json", **base}
