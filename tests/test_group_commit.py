@@ -148,3 +148,46 @@ def test_close_commits_what_is_queued_then_refuses(committer: GroupCommitter, tm
     assert _stored(tmp_path) == {"first": 0, "late": 7}
     with pytest.raises(sqlite3.ProgrammingError, match="closed"):
         committer.run(lambda db: None)
+
+
+def _level(committer: GroupCommitter) -> int:
+    return int(committer.run(lambda db: db.execute("PRAGMA synchronous").fetchone()[0]))
+
+
+def test_a_batch_of_unsynced_writes_commits_without_sync_and_one_synced_write_syncs_the_batch(
+    committer: GroupCommitter, tmp_path: Path
+) -> None:
+    assert _level(committer) == 2  # FULL, as opened
+    committer.run(lambda db: db.execute("INSERT INTO t VALUES ('a', 1)"), synced=False)
+    assert committer.unsynced_commits == 1
+    assert _level(committer) == 2  # restored after the unsynced commit
+    _, release, thread = _hold(committer)
+    futures = [
+        committer.submit(lambda db: db.execute("INSERT INTO t VALUES ('b', 2)"), synced=False),
+        committer.submit(lambda db: db.execute("INSERT INTO t VALUES ('c', 3)")),
+    ]
+    release.set()
+    thread.join()
+    for f in futures:
+        f.result(10)
+    assert committer.unsynced_commits == 1  # the batch with a synced write was synced whole
+    assert _stored(tmp_path) == {"a": 1, "first": 0, "b": 2, "c": 3}
+
+
+def test_an_unsynced_write_survives_a_kill_of_the_process(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    code = (
+        "import os, signal, sys\n"
+        "from homarus.fs import open_durable_sqlite\n"
+        "from homarus.group_commit import GroupCommitter\n"
+        "from pathlib import Path\n"
+        "db = open_durable_sqlite(Path(sys.argv[1])); db.execute('CREATE TABLE t (k TEXT PRIMARY KEY, v INTEGER)')\n"
+        "GroupCommitter(db, 't').run(lambda c: c.execute(\"INSERT INTO t VALUES ('kept', 7)\"), synced=False)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path / "t.sqlite")], timeout=60, check=False)
+    assert done.returncode == -signal.SIGKILL
+    assert _stored(tmp_path) == {"kept": 7}

@@ -11,6 +11,12 @@ commit's fsync runs, the next operations gather; the writer then runs them all i
 caller learns its write is done before the commit that holds it returned, so the durability of
 each write is what it was with its own transaction.
 
+An operation may be queued unsynced (``synced=False``): a record whose loss at a power cut costs
+nothing that matters, such as a session's status and token counts, rewritten by the next run. A
+batch made only of such operations is committed with ``synchronous=NORMAL``: it survives a crash
+of the process at once (the WAL is in the OS's cache) and a power cut from the next synced commit
+on, whose fsync covers the WAL frames before it; a batch with one synced operation is synced whole.
+
 Each operation runs in its own ``SAVEPOINT``: one that raises is undone alone and its caller gets
 the exception; the others of the batch are committed. If the commit itself fails (a full disk),
 nothing of the batch is stored and every caller of the batch gets that error.
@@ -33,6 +39,7 @@ __all__ = ["GroupCommitter"]
 
 T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
+Item = tuple[Op, "concurrent.futures.Future[Any]", bool]
 
 #: operations per transaction at most (a bound on how long one batch holds the write lock)
 MAX_BATCH = 32
@@ -45,30 +52,31 @@ class GroupCommitter:
         self._db = db
         self._name = name
         self._max_batch = max_batch
-        self._queue: queue.SimpleQueue[tuple[Op, concurrent.futures.Future[Any]]] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[Item] = queue.SimpleQueue()
         self._state_lock = threading.Lock()
         self._scheduled = False  # a drain is queued on the lane and has not started
         self._in_batch = False
         self._closed = False
-        #: transactions committed so far (for tests and benchmarks)
+        #: transactions committed so far, and how many of them unsynced (for tests and benchmarks)
         self.commits = 0
+        self.unsynced_commits = 0
 
-    def run(self, op: Callable[[sqlite3.Connection], T]) -> T:
+    def run(self, op: Callable[[sqlite3.Connection], T], *, synced: bool = True) -> T:
         """Run ``op(connection)`` in the writer's next transaction; return its result once that
         transaction is committed (blocking: call it from a worker thread, never the event loop)."""
         if not on_lane():
-            return self.submit(op).result()
+            return self.submit(op, synced=synced).result()
         if self._in_batch:
             return op(self._db)  # an operation that writes again: it is inside a batch already
-        future = self._enqueue(op)
+        future = self._enqueue(op, synced)
         self._drain()  # on the lane: waiting for a drain queued behind this trip would never end
         return future.result()
 
-    def submit(self, op: Callable[[sqlite3.Connection], T]) -> concurrent.futures.Future[T]:
+    def submit(self, op: Callable[[sqlite3.Connection], T], *, synced: bool = True) -> concurrent.futures.Future[T]:
         """Queue ``op`` for the writer's next transaction; the future is done once that transaction
         is committed. From the event loop: ``await asyncio.wrap_future(committer.submit(op))``, one
         hand-over to the writer and one back, no worker thread in between."""
-        future = self._enqueue(op)
+        future = self._enqueue(op, synced)
         with self._state_lock:
             if self._scheduled:
                 return future  # the queued drain takes it
@@ -89,11 +97,11 @@ class GroupCommitter:
         self._drain()
         self._db.close()
 
-    def _enqueue(self, op: Callable[[sqlite3.Connection], T]) -> concurrent.futures.Future[T]:
+    def _enqueue(self, op: Callable[[sqlite3.Connection], T], synced: bool) -> concurrent.futures.Future[T]:
         if self._closed:
             raise sqlite3.ProgrammingError(f"{self._name}: the database is closed")
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
-        self._queue.put((op, future))
+        self._queue.put((op, future, synced))
         return future
 
     def _scheduled_drain(self) -> None:
@@ -103,7 +111,7 @@ class GroupCommitter:
 
     def _drain(self) -> None:
         while True:
-            batch: list[tuple[Op, concurrent.futures.Future[Any]]] = []
+            batch: list[Item] = []
             while len(batch) < self._max_batch:
                 try:
                     batch.append(self._queue.get_nowait())
@@ -117,17 +125,29 @@ class GroupCommitter:
             finally:
                 self._in_batch = False
 
-    def _commit(self, batch: list[tuple[Op, concurrent.futures.Future[Any]]]) -> None:
+    def _commit(self, batch: list[Item]) -> None:
+        if any(synced for _, _, synced in batch):
+            self._commit_batch(batch)
+            return
+        level = int(self._db.execute("PRAGMA synchronous").fetchone()[0])
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        try:
+            self._commit_batch(batch)
+        finally:
+            self._db.execute(f"PRAGMA synchronous={level}")
+        self.unsynced_commits += 1
+
+    def _commit_batch(self, batch: list[Item]) -> None:
         db = self._db
         done: list[tuple[concurrent.futures.Future[Any], Any, BaseException | None]] = []
         try:
             db.execute("BEGIN IMMEDIATE")
         except BaseException as exc:
-            for _, future in batch:
+            for _, future, _ in batch:
                 future.set_exception(exc)
             return
         try:
-            for op, future in batch:
+            for op, future, _ in batch:
                 db.execute("SAVEPOINT op")
                 try:
                     result = op(db)
@@ -142,7 +162,7 @@ class GroupCommitter:
         except BaseException as exc:  # the batch as a whole: nothing of it is stored
             if db.in_transaction:
                 db.execute("ROLLBACK")
-            for _, future in batch:
+            for _, future, _ in batch:
                 if not future.done():
                     future.set_exception(exc)
             return

@@ -116,6 +116,20 @@ def test_ensure_is_idempotent(mgr: SessionManager) -> None:
     assert len(list(mgr.sessions_dir("main").glob("*.jsonl"))) == 1
 
 
+def test_a_runs_status_may_skip_the_sync_but_a_new_entry_never_does(mgr: SessionManager) -> None:
+    import asyncio
+
+    key = mgr.resolve_key("x")
+    assert mgr.ensure(key, update={"status": "running"}, synced=False).created
+    writer = mgr.store("main")._writing()
+    assert writer.unsynced_commits == 0  # a new entry: synced all the same
+    mgr.ensure(key, update={"status": "running"}, synced=False)
+    assert writer.unsynced_commits == 1
+    asyncio.run(mgr.aupdate_entry(key, {"status": "done"}, synced=False))
+    assert writer.unsynced_commits == 2
+    assert _stored(mgr)[key.canonical]["status"] == "done"
+
+
 def test_ensure_recreates_a_missing_transcript(mgr: SessionManager) -> None:
     key = mgr.resolve_key("x")
     ref = mgr.ensure(key)

@@ -184,7 +184,9 @@ class Turn:
                 raise RuntimeFailure(f"could not record the run start: {type(exc).__name__}") from None
         running = {**(req.session_fields or {}), "status": "running", "startedAt": self.active.started_at}
         running["abortedLastRun"] = None
-        ref = self.rt.sessions.ensure(req.session_key, update=running)
+        # status and times only: a power cut may lose them (never a message), and the end of the
+        # run writes them again; one fsync less before the model is asked
+        ref = self.rt.sessions.ensure(req.session_key, update=running, synced=False)
         workspace.ensure_workspace(self.ws)
         transcript = self.rt.sessions.transcript_for(ref)
         point = close_interrupted(transcript, req.run_id, None) if req.resume else ResumePoint()
@@ -418,7 +420,9 @@ class Turn:
                 outcome.text = content
             sent = ev.MessageSentEvent(to, outcome.text, content is not None, session_key=ctx.session_key, context=ctx)
             hooks.fire("message_sent", sent)
-        await self.rt.sessions.aupdate_entry(req.session_key, entry_changes(outcome, ending.final))
+        # the run's status and token counts: lost at a power cut at worst (the transcript, synced,
+        # holds what was said), so not synced before the answer goes out
+        await self.rt.sessions.aupdate_entry(req.session_key, entry_changes(outcome, ending.final), synced=False)
         self.translator.lifecycle_end(outcome)
         end = ev.AgentEndEvent(
             req.run_id,

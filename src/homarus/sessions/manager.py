@@ -189,14 +189,23 @@ class SessionManager:
 
     # -- writes ---------------------------------------------------------------------------
     def ensure(
-        self, key: SessionKey, *, label: str | None = None, update: dict[str, Any] | None = None, **fields: Any
+        self,
+        key: SessionKey,
+        *,
+        label: str | None = None,
+        update: dict[str, Any] | None = None,
+        synced: bool = True,
+        **fields: Any,
     ) -> SessionRef:
         """The session for ``key``, created (entry + transcript header) if it does not exist.
 
-        ``update`` is merged into the entry in the same locked write (None values remove fields).
+        ``update`` is merged into the entry in the same locked write (None values remove fields);
+        ``synced=False`` lets a power cut lose that update of an existing entry (a run's "running"
+        mark: the end of the run writes the entry again); a new entry is always written synced.
         """
         store = self._store_for(key)
         created = False
+        synced = synced or store.get_raw(key.canonical) is None
 
         def change(existing: dict[str, Any] | None) -> dict[str, Any]:
             nonlocal created
@@ -222,7 +231,7 @@ class SessionManager:
             _check_entry(entry)
             return entry
 
-        entry = SessionEntry.model_validate(store.update(key.canonical, change))
+        entry = SessionEntry.model_validate(store.update(key.canonical, change, synced=synced))
         transcript = self.transcript(key.agent_id, entry.session_id)
         if not transcript.exists():
             transcript.create(entry.session_id, cwd=self.workspace)
@@ -238,9 +247,12 @@ class SessionManager:
         store = self._store_for(key)
         return SessionRef(key, SessionEntry.model_validate(store.update(key.canonical, _merge(key, changes, touch))))
 
-    async def aupdate_entry(self, key: SessionKey, changes: dict[str, Any], *, touch: bool = True) -> SessionRef:
-        """:meth:`update_entry` of an existing session from the event loop (no worker thread)."""
-        stored = await self._store_for(key).aupdate(key.canonical, _merge(key, changes, touch))
+    async def aupdate_entry(
+        self, key: SessionKey, changes: dict[str, Any], *, touch: bool = True, synced: bool = True
+    ) -> SessionRef:
+        """:meth:`update_entry` of an existing session from the event loop (no worker thread);
+        ``synced=False`` as for :meth:`ensure` (a run's status and token counts at its end)."""
+        stored = await self._store_for(key).aupdate(key.canonical, _merge(key, changes, touch), synced=synced)
         return SessionRef(key, SessionEntry.model_validate(stored))
 
     def reset(self, key: SessionKey) -> tuple[SessionRef, str | None]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import sqlite3
@@ -145,21 +146,23 @@ class SessionStore:
             return 0 if db is None else int(self._query(db, _COUNT)[0][0])
 
     # -- writes -------------------------------------------------------------------------------------
-    def update(self, key: str, change: Change) -> dict[str, Any] | None:
+    def update(self, key: str, change: Change, *, synced: bool = True) -> dict[str, Any] | None:
         """Replace the entry of ``key`` with ``change(current)`` (None: remove it), durably.
 
         ``change`` gets a private copy of the stored entry (None when there is none) and runs inside
         the write transaction; if it raises, nothing is written. Returns what is stored afterwards,
         once it is committed (with the other writes waiting at the same time: group commit).
+        ``synced=False``: durable against a crash of the process at once, against a power cut from
+        the store's next synced commit on (``group_commit``), for changes a power cut may lose.
         """
-        return self._writing().run(self._update_op(key, change))
+        return self._writing().run(self._update_op(key, change), synced=synced)
 
-    async def aupdate(self, key: str, change: Change) -> dict[str, Any] | None:
+    async def aupdate(self, key: str, change: Change, *, synced: bool = True) -> dict[str, Any] | None:
         """:meth:`update` from the event loop: handed to the writer directly, no worker thread
         (the first use of a store opens it, file work: that one goes through a worker thread)."""
         if self._writer is None:
-            return await asyncio.to_thread(self.update, key, change)
-        return await asyncio.wrap_future(self._writing().submit(self._update_op(key, change)))
+            return await asyncio.to_thread(functools.partial(self.update, key, change, synced=synced))
+        return await asyncio.wrap_future(self._writing().submit(self._update_op(key, change), synced=synced))
 
     def _update_op(self, key: str, change: Change) -> Callable[[sqlite3.Connection], dict[str, Any] | None]:
         def op(db: sqlite3.Connection) -> dict[str, Any] | None:
