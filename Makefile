@@ -11,7 +11,7 @@ LINT_STAMP := $(LINT_VENV)/.installed
 CODECACHE := src/homarus/__pycache__/.dataclasses.stamp
 IMPORT_LINTER := import-linter>=2.17
 
-.PHONY: install run test lint bench bench-agent bench-peer tool-catalog sandbox-image image clean
+.PHONY: install run test lint bench bench-agent bench-peer tool-catalog skills-index sandbox-image image clean
 
 install: $(STAMP) $(LINT_STAMP) $(CODECACHE)
 
@@ -66,6 +66,11 @@ bench-agent: install
 # tests/gateway/services/test_tooling.py fails while the file is out of date
 tool-catalog: $(STAMP)
 	$(BIN)/python -c "from homarus.gateway.services.tooling import write_catalog; print(write_catalog(), 'cards')"
+
+# the bundled skills' parsed front matter (src/homarus/skills/bundled/index.json) after a bundled
+# SKILL.md changes; tests/skills/test_model.py fails while the file is out of date
+skills-index: $(STAMP)
+	$(BIN)/python -c "from homarus.skills.model import write_bundled_index; print(write_bundled_index(), 'skills')"
 
 # Homarus beside the original OpenClaw gateway (../shared/peers/openclaw), nanobot-ai and hermes-agent,
 # same fake model, one sitting; installs the peers when missing and writes the tables into bench/RESULTS.md

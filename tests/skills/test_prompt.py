@@ -86,3 +86,12 @@ def test_a_broken_skill_never_breaks_the_prompt(tmp_path: Path) -> None:
         config(), parse_session_key("agent:main:main"), tmp_path / "ws", tmp_path / "s", None, {"read"}
     )
     assert sp is not None and "ok" in sp.included and "broken" not in sp.included
+
+
+def test_escape_is_the_xml_one() -> None:
+    from xml.sax.saxutils import escape as xml_escape
+
+    from homarus.skills.prompt import escape
+
+    for text in ("a&b<c>d\"e'f", "&amp;", "plain", "</skill><x>"):
+        assert escape(text) == xml_escape(text)

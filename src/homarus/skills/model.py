@@ -10,6 +10,7 @@ their own), so nothing unvalidated travels further.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import stat
@@ -17,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
@@ -25,6 +25,7 @@ from homarus.config.skills import SKILL_NAME_PATTERN
 from homarus.errors import InvalidRequest
 
 __all__ = [
+    "BUNDLED_INDEX",
     "MAX_DESCRIPTION_CHARS",
     "MAX_FRONT_MATTER_BYTES",
     "MAX_SKILL_MD_BYTES",
@@ -34,8 +35,12 @@ __all__ = [
     "SkillMeta",
     "SkillRequires",
     "SourceKind",
+    "bundled_skill_files",
+    "known_meta",
     "parse_skill_text",
     "read_skill_meta",
+    "render_bundled_index",
+    "write_bundled_index",
 ]
 
 SKILL_FILE = "SKILL.md"
@@ -54,13 +59,19 @@ class SkillError(InvalidRequest):
     """A SKILL.md that cannot be used: unreadable, no front matter, invalid fields."""
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` without aliases (anchors alone are harmless and ignored)."""
+@functools.cache
+def _loader() -> Any:
+    """``yaml.SafeLoader`` without aliases (anchors alone are harmless and ignored); built on the
+    first front matter read: the bundled skills are known without YAML (``bundled/index.json``)."""
+    import yaml
 
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            raise yaml.YAMLError("YAML aliases (*name) are not allowed in skill front matter")
-        return super().compose_node(parent, index)
+    class NoAliasLoader(yaml.SafeLoader):
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                raise yaml.YAMLError("YAML aliases (*name) are not allowed in skill front matter")
+            return super().compose_node(parent, index)
+
+    return NoAliasLoader
 
 
 class _Model(BaseModel):
@@ -175,8 +186,10 @@ def parse_skill_text(text: str) -> tuple[SkillMeta, int]:
     front, body = _split(text)
     if len(front.encode("utf-8")) > MAX_FRONT_MATTER_BYTES:
         raise SkillError(f"front matter larger than {MAX_FRONT_MATTER_BYTES} bytes")
+    import yaml
+
     try:
-        data = yaml.load(front, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(front, Loader=_loader())  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 2})" if where is not None else ""
@@ -203,8 +216,65 @@ def read_skill_meta(path: Path) -> tuple[SkillMeta, int]:
         if st.st_size > MAX_SKILL_MD_BYTES:
             raise SkillError(f"{SKILL_FILE} is larger than {MAX_SKILL_MD_BYTES} bytes ({st.st_size})")
         raw = fh.read(MAX_SKILL_MD_BYTES + 1)
+    known = known_meta(raw)
+    if known is not None:
+        return known
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise SkillError(f"{SKILL_FILE} is not UTF-8 text") from None
     return parse_skill_text(text)
+
+
+#: the bundled skills' parsed front matter by the SHA-256 of their SKILL.md (``make skills-index``)
+BUNDLED_INDEX = Path(__file__).resolve().parent / "bundled" / "index.json"
+
+
+@functools.cache
+def _bundled_index() -> dict[str, Any]:
+    import json
+
+    try:
+        data = json.loads(BUNDLED_INDEX.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def known_meta(raw: bytes) -> tuple[SkillMeta, int] | None:
+    """The parse of a SKILL.md whose exact bytes are a bundled skill's, from the index (the same
+    bytes parse the same way; the index is package data, checked by a test); else None."""
+    import hashlib
+
+    found = _bundled_index().get(hashlib.sha256(raw).hexdigest())
+    if not isinstance(found, dict):
+        return None
+    return SkillMeta.model_validate(found["meta"]), int(found["body"])
+
+
+def bundled_skill_files() -> list[Path]:
+    return sorted(BUNDLED_INDEX.parent.glob(f"*/{SKILL_FILE}"))
+
+
+def write_bundled_index() -> int:
+    """``make skills-index``: write the index of the bundled skills; returns how many."""
+    files = bundled_skill_files()
+    BUNDLED_INDEX.write_text(render_bundled_index(files), encoding="utf-8")
+    return len(files)
+
+
+def render_bundled_index(files: list[Path]) -> str:
+    """The index's text for the SKILL.md ``files`` (parsed from their YAML)."""
+    import hashlib
+    import json
+
+    out = {}
+    for path in files:
+        raw = path.read_bytes()
+        meta, body = parse_skill_text(raw.decode("utf-8"))
+        out[hashlib.sha256(raw).hexdigest()] = {
+            "file": path.parent.name,
+            "meta": meta.model_dump(mode="json", exclude_defaults=True),
+            "body": body,
+        }
+    return json.dumps(out, indent=1, sort_keys=True, ensure_ascii=False) + "\n"

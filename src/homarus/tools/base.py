@@ -136,8 +136,14 @@ def tool_from_function(
     tags: frozenset[str] = frozenset(),
     summary: str = "",
     deferred: bool = False,
+    parameters: dict[str, Any] | None = None,
 ) -> Tool:
-    """Build a Tool from ``async def fn(ctx: ToolContext, *, a: int, b: str = "x") -> str | ToolResult``."""
+    """Build a Tool from ``async def fn(ctx: ToolContext, *, a: int, b: str = "x") -> str | ToolResult``.
+
+    ``parameters``: the schema the signature gives, written out, for a tool offered on every turn
+    whose schema would otherwise be derived on the first (milliseconds of pydantic); a test must
+    compare the two (``tests/tools/test_builtin.py``). The arguments are validated against the
+    signature either way."""
     sig = inspect.signature(fn)
     names = list(sig.parameters)[1:]  # the first parameter is the context
 
@@ -173,7 +179,7 @@ def tool_from_function(
     label = tool_name.replace("_", " ")
     # a deferred tool's schema is derived when first asked for (``tool_schema``, a call, a client);
     # every other one at once, so that a signature pydantic cannot read fails where it is declared
-    source = schema if deferred else schema()
+    source = parameters if parameters is not None else schema if deferred else schema()
     return Tool(tool_name, text, source, execute, label=label, tags=tags, summary=summary, deferred=deferred)
 
 

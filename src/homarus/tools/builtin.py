@@ -57,9 +57,14 @@ async def session_status(ctx: ToolContext) -> ToolResult:
     return ToolResult.text("\n".join(lines), details=info)
 
 
+#: ``current_time``'s schema, written out: it is offered on every turn, and deriving it cost the
+#: first turn after a start a pydantic model (compared with the derived one in the tests)
+CURRENT_TIME_PARAMETERS: dict[str, Any] = {"properties": {"timezone": {"type": "string"}}, "type": "object"}
+
+
 def builtin_tools() -> list[Tool]:
     return [
-        tool_from_function(current_time, summary="Current date and time"),
+        tool_from_function(current_time, summary="Current date and time", parameters=CURRENT_TIME_PARAMETERS),
         tool_from_function(session_status, summary="This session's status and token use", deferred=True),
     ]
 
