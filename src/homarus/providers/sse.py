@@ -228,7 +228,14 @@ class HttpStream:
         raise DeadlineExceeded
 
     async def _next(self) -> Any:
-        item = await self._guard(self._queue.get())
+        if self._queue.empty():
+            item = await self._guard(self._queue.get())
+        else:  # already there: no waiter to race (a task and a wait per chunk otherwise)
+            if self._abort is not None and self._abort.is_set():
+                raise Aborted
+            if asyncio.get_running_loop().time() >= self._deadline:
+                raise DeadlineExceeded
+            item = self._queue.get_nowait()
         if isinstance(item, BaseException):
             raise item
         return item
