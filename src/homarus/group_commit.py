@@ -127,17 +127,16 @@ class GroupCommitter:
 
     def _commit(self, batch: list[Item]) -> None:
         if any(synced for _, _, synced in batch):
-            self._commit_batch(batch)
+            self._commit_batch(batch, synced=True)
             return
         level = int(self._db.execute("PRAGMA synchronous").fetchone()[0])
         self._db.execute("PRAGMA synchronous=NORMAL")
         try:
-            self._commit_batch(batch)
+            self._commit_batch(batch, synced=False)
         finally:
             self._db.execute(f"PRAGMA synchronous={level}")
-        self.unsynced_commits += 1
 
-    def _commit_batch(self, batch: list[Item]) -> None:
+    def _commit_batch(self, batch: list[Item], *, synced: bool) -> None:
         db = self._db
         done: list[tuple[concurrent.futures.Future[Any], Any, BaseException | None]] = []
         try:
@@ -166,7 +165,9 @@ class GroupCommitter:
                 if not future.done():
                     future.set_exception(exc)
             return
-        self.commits += 1
+        self.commits += 1  # counted before anyone hears of the commit
+        if not synced:
+            self.unsynced_commits += 1
         for future, result, error in done:
             if error is not None:
                 future.set_exception(error)
