@@ -201,9 +201,11 @@ async def test_failures_are_httpx_errors() -> None:
         writer.write(b"NOT HTTP AT ALL\r\n\r\n")
         await writer.drain()
 
+    quiet = asyncio.Event()
+
     async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: Server) -> None:
         await server.read_request(reader)
-        await asyncio.sleep(5)
+        await quiet.wait()
 
     async def cut_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: Server) -> None:
         await server.read_request(reader)
@@ -217,6 +219,7 @@ async def test_failures_are_httpx_errors() -> None:
         async with Server(silent) as server:
             with pytest.raises(httpx.ReadTimeout):
                 await http.get(server.url, timeout=httpx.Timeout(5, read=0.2))
+            quiet.set()
         async with Server(cut_body) as server:
             with pytest.raises(httpx.RemoteProtocolError):
                 await http.get(server.url)
