@@ -36,6 +36,19 @@ async def test_a_held_loop_is_seen_and_a_long_hold_degrades() -> None:
         await monitor.stop()
 
 
+async def test_the_cpu_figures_are_there_from_the_first_snapshot() -> None:
+    """The original's clients read ``cpuBreakdown``'s ratios from the first ``health`` on; they
+    were missing until a second CPU sample, a second after start."""
+    monitor = LoopHealth()
+    monitor.start()
+    try:
+        await asyncio.sleep(0.06)
+        breakdown = monitor.snapshot()["cpuBreakdown"]
+        assert {"mainThreadCoreRatio", "workerCoreRatio", "otherThreadsCoreRatio"} <= set(breakdown), breakdown
+    finally:
+        await monitor.stop()
+
+
 def test_load_reasons_need_a_sustained_window_and_some_delay() -> None:
     busy = {"intervalMs": 5000.0, "delayP99Ms": 40.0, "delayMaxMs": 60.0, "utilization": 0.97, "cpuCoreRatio": 0.95}
     assert _reasons(busy) == ["event_loop_utilization", "cpu"]

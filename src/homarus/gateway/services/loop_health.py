@@ -44,6 +44,7 @@ class LoopHealth:
 
     def start(self) -> None:
         if self._task is None:
+            self._cpu.append(_cpu_now())  # the CPU figures exist from the first ``health`` on
             self._task = asyncio.get_running_loop().create_task(self._watch(), name="loop-health")
 
     async def stop(self) -> None:
@@ -52,14 +53,14 @@ class LoopHealth:
 
     async def _watch(self) -> None:
         loop = asyncio.get_running_loop()
-        next_cpu = 0.0
+        next_cpu = loop.time() + 1.0
         while True:
             asked = loop.time()
             await asyncio.sleep(RESOLUTION_S)
             now = loop.time()
             self._samples.append((now, max(0.0, (now - asked - RESOLUTION_S) * 1000)))
             if now >= next_cpu:
-                self._cpu.append((now, time.thread_time(), time.process_time(), _host_jiffies()))
+                self._cpu.append(_cpu_now())
                 next_cpu = now + 1.0
 
     def snapshot(self) -> dict[str, Any]:
@@ -68,8 +69,8 @@ class LoopHealth:
         interval_ms = (self._samples[-1][0] - self._samples[0][0]) * 1000 if len(self._samples) > 1 else 0.0
         utilization = cpu_ratio = 0.0
         breakdown: dict[str, Any] = {"hostCpuCount": os.cpu_count() or 1}
-        if len(self._cpu) > 1:
-            (t0, th0, p0, h0), (t1, th1, p1, h1) = self._cpu[0], self._cpu[-1]
+        if self._cpu:  # the window's oldest reading against one taken now (on the loop's thread)
+            (t0, th0, p0, h0), (t1, th1, p1, h1) = self._cpu[0], _cpu_now()
             wall = t1 - t0
             if wall > 0:
                 utilization, cpu_ratio = min(1.0, (th1 - th0) / wall), (p1 - p0) / wall
@@ -99,6 +100,11 @@ class LoopHealth:
             **metrics,
             "cpuBreakdown": breakdown,
         }
+
+
+def _cpu_now() -> tuple[float, float, float, tuple[int, int] | None]:
+    """(monotonic, this thread's CPU s, the process's CPU s, host jiffies): call on the loop's thread."""
+    return time.monotonic(), time.thread_time(), time.process_time(), _host_jiffies()
 
 
 def _host_jiffies() -> tuple[int, int] | None:
