@@ -281,10 +281,9 @@ async def test_tls_is_verified_with_the_given_context(tls_files: tuple[Path, Pat
 
 def test_a_proxy_in_the_environment_leaves_the_requests_to_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
     ctx = context_for("http://")
-    for name in ("HTTP_PROXY", "https_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-        monkeypatch.delenv(name.lower(), raising=False)
-        monkeypatch.delenv(name.upper(), raising=False)
+    for name in ("http_proxy", "https_proxy", "all_proxy"):
+        for spelled in (name, name.upper()):
+            monkeypatch.delenv(spelled, raising=False)
     assert isinstance(transport_for(ctx), AsyncioTransport)
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.invalid:3128")
     assert transport_for(ctx) is None

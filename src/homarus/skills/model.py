@@ -241,12 +241,16 @@ def _bundled_index() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
+def _digest(raw: bytes) -> str:
+    import hashlib
+
+    return hashlib.sha256(raw).hexdigest()
+
+
 def known_meta(raw: bytes) -> tuple[SkillMeta, int] | None:
     """The parse of a SKILL.md whose exact bytes are a bundled skill's, from the index (the same
     bytes parse the same way; the index is package data, checked by a test); else None."""
-    import hashlib
-
-    found = _bundled_index().get(hashlib.sha256(raw).hexdigest())
+    found = _bundled_index().get(_digest(raw))
     if not isinstance(found, dict):
         return None
     return SkillMeta.model_validate(found["meta"]), int(found["body"])
@@ -265,14 +269,13 @@ def write_bundled_index() -> int:
 
 def render_bundled_index(files: list[Path]) -> str:
     """The index's text for the SKILL.md ``files`` (parsed from their YAML)."""
-    import hashlib
     import json
 
     out = {}
     for path in files:
         raw = path.read_bytes()
         meta, body = parse_skill_text(raw.decode("utf-8"))
-        out[hashlib.sha256(raw).hexdigest()] = {
+        out[_digest(raw)] = {
             "file": path.parent.name,
             "meta": meta.model_dump(mode="json", exclude_defaults=True),
             "body": body,

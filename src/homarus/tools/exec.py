@@ -350,13 +350,7 @@ def make_exec_tools(policy: ExecPolicy | None = None, backend: ExecBackend | Non
     ) -> ToolResult:
         return await _process(ctx, be, action, session_id, data)
 
-    exec_doc = exec_description(
-        security=pol.security,
-        host=pol.host,
-        allowlist=pol.allowlist,
-        max_timeout_seconds=pol.max_timeout_seconds,
-        max_output_bytes=pol.max_output_bytes,
-    )
+    exec_doc = exec_description(pol, host=pol.host)
     process_doc = (
         "Background processes started by exec: list, poll (new output and status), log (all kept output), "
         "write (data to stdin; no data closes it), kill."

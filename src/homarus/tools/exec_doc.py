@@ -7,8 +7,24 @@ model first calls it (``tools/catalog.py``), without importing the exec host and
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Protocol
 
-__all__ = ["exec_description"]
+__all__ = ["ExecLimits", "exec_description"]
+
+
+class ExecLimits(Protocol):
+    """What the description says: the same names on ``tools.exec`` (the config) and on the
+    ``ExecPolicy`` built from it, so either can be described."""
+
+    @property
+    def security(self) -> str: ...
+    @property
+    def allowlist(self) -> Iterable[str]: ...
+    @property
+    def max_timeout_seconds(self) -> int: ...
+    @property
+    def max_output_bytes(self) -> int: ...
+
 
 _MODE_NOTES = {
     "deny": "Currently disabled by this gateway's config (tools.exec.security: deny).",
@@ -27,15 +43,13 @@ _MODE_NOTES = {
 }
 
 
-def exec_description(
-    *, security: str, host: bool, allowlist: Iterable[str], max_timeout_seconds: int, max_output_bytes: int
-) -> str:
-    """``exec``'s description for a policy (``host=False``: commands run in the sandbox backend)."""
-    mode = security if host or security == "deny" else "sandbox"
-    note = _MODE_NOTES[mode].format(allow=", ".join(allowlist) or "(nothing)")
+def exec_description(limits: ExecLimits, *, host: bool = True) -> str:
+    """``exec``'s description under ``limits`` (``host=False``: commands run in the sandbox backend)."""
+    mode = limits.security if host or limits.security == "deny" else "sandbox"
+    note = _MODE_NOTES[mode].format(allow=", ".join(limits.allowlist) or "(nothing)")
     return (
         "Run a shell command in the workspace (workdir: a subdirectory); returns exit code, stdout and "
-        f"stderr. Killed after timeout_seconds (max {max_timeout_seconds}); output capped "
-        f"at {max_output_bytes:,} bytes per stream. background=true for servers and "
+        f"stderr. Killed after timeout_seconds (max {limits.max_timeout_seconds}); output capped "
+        f"at {limits.max_output_bytes:,} bytes per stream. background=true for servers and "
         f"watchers, then use process. {note}"
     )

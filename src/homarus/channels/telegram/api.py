@@ -29,6 +29,9 @@ from homarus.tls import context_for
 
 __all__ = ["DEFAULT_API_ROOT", "BotApi", "TelegramApiError", "TelegramNetworkError"]
 
+#: connections to the Bot API at once, and kept open between calls (either transport)
+_CONNECTIONS, _KEEPALIVE = 20, 10
+
 DEFAULT_API_ROOT: Final = "https://api.telegram.org"
 #: what a long poll may take beyond its own ``timeout`` before the client gives up
 POLL_MARGIN_S: Final = 15.0
@@ -69,8 +72,8 @@ class BotApi:
         self._client = httpx.AsyncClient(
             base_url=f"{self.api_root}/bot{token}/",
             timeout=httpx.Timeout(timeout_s, connect=10.0),
-            transport=transport or transport_for(verify, max_connections=20, max_keepalive=10),
-            limits=httpx.Limits(max_connections=20, max_keepalive_connections=10),
+            transport=transport or transport_for(verify, max_connections=_CONNECTIONS, max_keepalive=_KEEPALIVE),
+            limits=httpx.Limits(max_connections=_CONNECTIONS, max_keepalive_connections=_KEEPALIVE),
             verify=verify,
         )
 

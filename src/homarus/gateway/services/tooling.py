@@ -184,14 +184,7 @@ def _described(cfg: HomarusConfig, name: str) -> str | None:
         return None
     from homarus.tools.exec_doc import exec_description
 
-    ex = cfg.tools.exec
-    return exec_description(
-        security=ex.security,
-        host=True,
-        allowlist=ex.allowlist,
-        max_timeout_seconds=ex.max_timeout_seconds,
-        max_output_bytes=ex.max_output_bytes,
-    )
+    return exec_description(cfg.tools.exec)  # the host's exec, as ``build`` makes it
 
 
 def write_catalog() -> int:
