@@ -141,3 +141,41 @@ def test_the_package_file_is_beside_its_bytecode() -> None:
     path = codecache.cache_path()
     assert path.parent.name == "__pycache__" and path.parent.parent.name == "homarus"
     assert sys.implementation.cache_tag in path.name
+
+
+RELEASE_PROBE = """
+import json, sys, dataclasses
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from homarus import codecache
+codecache.install(Path(sys.argv[1]))
+import sample
+served = codecache.stats()
+codecache.release()
+after = {"exec_shadowed": "exec" in vars(dataclasses), **codecache.stats()}
+
+@dataclasses.dataclass
+class Later:
+    a: int
+
+print(json.dumps({"served": served, "after": after, "later": repr(Later(3)), "final": codecache.stats()}))
+"""
+
+
+def test_release_lets_the_entries_go_and_later_classes_compile_as_python_does(tmp_path: Path) -> None:
+    modules = _modules(tmp_path)
+    cache = tmp_path / "cache.bin"
+    _build(cache, modules)
+    env = {**os.environ, "PYTHONPATH": str(SRC), "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", RELEASE_PROBE, str(cache), str(modules)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    report = json.loads(out.stdout)
+    assert report["served"]["hits"] > 0 and report["served"]["entries"] > 0
+    assert report["after"] == {"exec_shadowed": False, "hits": report["served"]["hits"], "misses": 0, "entries": 0}
+    assert report["later"] == "Later(a=3)"  # compiled by the dataclasses module itself: not counted
+    assert report["final"] == {"hits": report["served"]["hits"], "misses": 0, "entries": 0}

@@ -39,7 +39,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-__all__ = ["build", "cache_path", "install", "stats"]
+__all__ = ["build", "cache_path", "install", "release", "stats"]
 
 _MAGIC = b"HMDC" + MAGIC_NUMBER
 _MAX_BYTES = 16 * 1024 * 1024  # a larger file is not ours: ignored
@@ -65,6 +65,17 @@ def install(path: Path | None = None) -> None:
     _path = path or cache_path()
     _entries = None
     setattr(dataclasses, "exec", _exec)  # noqa: B010 - shadows the builtin for that module only
+
+
+def release() -> None:
+    """Stop serving from the file and let its entries go (1.5 MiB for this package): the gateway
+    calls this once the modules of its runs and clients are loaded; a dataclass created later (a
+    subsystem used for the first time hours after the start) compiles its methods as Python does."""
+    global _entries, _path
+    if dataclasses.__dict__.get("exec") is _exec:
+        delattr(dataclasses, "exec")
+    _entries = None
+    _path = None
 
 
 def stats() -> dict[str, int]:

@@ -85,6 +85,11 @@ def test_help_does_not_import_the_server_stack(tmp_path: Path) -> None:
         "print('PROBE', code, 'starlette' in sys.modules, 'uvicorn' in sys.modules,"
         " 'homarus.gateway' in sys.modules)\n"
     )
+    assert _probe_line(probe, tmp_path) == "PROBE 0 False False False"
+
+
+def _probe_line(probe: str, tmp_path: Path) -> str:
+    """The last line ``probe`` prints, run in a fresh interpreter (what it imports is its own)."""
     result = subprocess.run(
         [sys.executable, "-c", probe],
         env=scrubbed_env(tmp_path / "state"),
@@ -94,7 +99,7 @@ def test_help_does_not_import_the_server_stack(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines()[-1] == "PROBE 0 False False False"
+    return result.stdout.splitlines()[-1]
 
 
 def test_version_console_script(tmp_path: Path) -> None:
@@ -585,3 +590,49 @@ def test_doctor_fails_on_invalid_config(tmp_path: Path) -> None:
     result = run_cli(scrubbed_env(state), "doctor")
     assert result.returncode == 1
     assert f"[fail] config: {path}: at gateway.port: " in result.stdout
+
+
+#: one command line per command, parsed alike by the whole parser and by that command's own
+PARSED_ALIKE = [
+    ["gateway", "run", "--port", "0", "--log-level", "debug"],
+    ["gateway", "call", "status", "--params", "{}", "--timeout", "3"],
+    ["gateway", "status", "--json"],
+    ["health", "--timeout", "2"],
+    ["doctor", "--fix", "--yes"],
+    ["agent", "-m", "hi", "--session", "s"],
+    ["sessions", "show", "k", "--limit", "3"],
+    ["config", "set", "gateway.port", "1"],
+    ["plugins", "info", "x", "--json"],
+    ["logs", "--limit", "5", "--json"],
+    ["cron", "list"],
+    ["channels", "status"],
+    ["pairing", "list"],
+    ["migrate", "openclaw", "--from", "/nowhere"],
+    ["devices", "list"],
+    ["mcp", "list"],
+    ["models", "list"],
+    ["onboard", "--provider", "openai"],
+    ["memory", "status"],
+    ["skills", "list"],
+    ["security", "audit", "--json"],
+]
+
+
+def test_each_command_parses_alike_with_only_its_own_parser() -> None:
+    from homarus.cli.main import COMMAND_NAMES, build_parser
+
+    assert sorted(argv[0] for argv in PARSED_ALIKE if argv[0] != "gateway" or argv[1] == "run") == sorted(COMMAND_NAMES)
+    full = build_parser()
+    for argv in PARSED_ALIKE:
+        own = build_parser(argv[0])
+        assert vars(own.parse_args(argv)) == vars(full.parse_args(argv)), argv
+
+
+def test_gateway_run_builds_no_other_command(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from homarus.cli.main import build_parser\n"
+        "build_parser('gateway').parse_args(['gateway', 'run'])\n"
+        "print('PROBE', sorted(m for m in sys.modules if m.startswith('homarus.cli.') and m.endswith('_cmd')))\n"
+    )
+    assert _probe_line(probe, tmp_path) == "PROBE ['homarus.cli.service_cmd']"

@@ -3,34 +3,61 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from homarus import __version__
-from homarus.cli.channels_cmd import add_channels_parser
-from homarus.cli.cron_cmd import add_cron_parser
-from homarus.cli.devices_cmd import add_devices_parser
-from homarus.cli.logs_cmd import add_logs_parser
-from homarus.cli.mcp_cmd import add_mcp_parser
-from homarus.cli.memory_cmd import add_memory_parser
-from homarus.cli.migrate_cmd import add_migrate_parser
-from homarus.cli.models_cmd import add_models_parser
-from homarus.cli.onboard_cmd import add_onboard_parser
-from homarus.cli.pairing_cmd import add_pairing_parser
-from homarus.cli.security_cmd import add_security_parser
-from homarus.cli.service_cmd import add_service_parsers
-from homarus.cli.skills_cmd import add_skills_parser
 
-__all__ = ["build_parser", "main"]
+__all__ = ["COMMAND_NAMES", "build_parser", "main"]
+
+#: every command in the order ``--help`` lists them; a module's ``add_*`` function adds its own
+#: (imported only when that command is parsed, or for the full list)
+_COMMANDS: tuple[tuple[str, str], ...] = (
+    ("gateway", ":_add_gateway"),
+    ("health", ":_add_health"),
+    ("doctor", ":_add_doctor"),
+    ("agent", ":_add_agent"),
+    ("sessions", ":_add_sessions"),
+    ("config", ":_add_config"),
+    ("plugins", ":_add_plugins"),
+    ("logs", "homarus.cli.logs_cmd:add_logs_parser"),
+    ("cron", "homarus.cli.cron_cmd:add_cron_parser"),
+    ("channels", "homarus.cli.channels_cmd:add_channels_parser"),
+    ("pairing", "homarus.cli.pairing_cmd:add_pairing_parser"),
+    ("migrate", "homarus.cli.migrate_cmd:add_migrate_parser"),
+    ("devices", "homarus.cli.devices_cmd:add_devices_parser"),
+    ("mcp", "homarus.cli.mcp_cmd:add_mcp_parser"),
+    ("models", "homarus.cli.models_cmd:add_models_parser"),
+    ("onboard", "homarus.cli.onboard_cmd:add_onboard_parser"),
+    ("memory", "homarus.cli.memory_cmd:add_memory_parser"),
+    ("skills", "homarus.cli.skills_cmd:add_skills_parser"),
+    ("security", "homarus.cli.security_cmd:add_security_parser"),
+)
+COMMAND_NAMES: tuple[str, ...] = tuple(name for name, _ in _COMMANDS)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``command`` (one of :data:`COMMAND_NAMES`), only that
+    command's part, so that ``homarus gateway run`` neither imports nor keeps the parsers (and
+    modules) of the other commands for the life of the gateway (1.2 MiB, ~10 ms of its start)."""
     parser = argparse.ArgumentParser(
         prog="homarus",
         description="Homarus: a self-hosted personal AI-assistant gateway.",
     )
     parser.add_argument("--version", action="version", version=f"homarus {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, target in _COMMANDS:
+        if command is None or command == name:
+            module, _, attr = target.partition(":")
+            add: Callable[[Any], object] = getattr(importlib.import_module(module), attr) if module else globals()[attr]
+            add(sub)
+    return parser
+
+
+def _add_gateway(sub: Any) -> None:
+    from homarus.cli.service_cmd import add_service_parsers
 
     gw = sub.add_parser("gateway", help="run or talk to the gateway")
     gw_sub = gw.add_subparsers(dest="gateway_command", metavar="SUBCOMMAND")
@@ -50,13 +77,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_service_parsers(gw_sub)
 
+
+def _add_health(sub: Any) -> None:
     health = sub.add_parser("health", help="ask a running gateway for its health")
     _client_args(health)
 
+
+def _add_doctor(sub: Any) -> None:
     doc = sub.add_parser("doctor", help="check config, state dir, port, token, session stores and transcripts")
     doc.add_argument("--fix", action="store_true", help="show what can be repaired, and repair it when you say so")
     doc.add_argument("--yes", action="store_true", help="with --fix: do not ask")
 
+
+def _add_agent(sub: Any) -> None:
     ag = sub.add_parser("agent", help="send one message to the agent and stream the reply")
     ag.add_argument("-m", "--message", required=True, help="the message")
     ag.add_argument("--session", help="session key (default: the agent's main session)")
@@ -66,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     _client_args(ag)
     ag.set_defaults(timeout=600.0)
 
+
+def _add_sessions(sub: Any) -> None:
     sess = sub.add_parser("sessions", help="list, show, reset or delete sessions (works without a gateway)")
     sess_sub = sess.add_subparsers(dest="sessions_command", metavar="SUBCOMMAND")
     ls = sess_sub.add_parser("list", help="list sessions, newest first")
@@ -82,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("key")
     delete.add_argument("--keep-transcript", action="store_true", help="leave the transcript file in place")
 
+
+def _add_config(sub: Any) -> None:
     cfg = sub.add_parser("config", help="read, change or check the config file")
     cfg_sub = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
     get = cfg_sub.add_parser("get", help="print the effective config (secrets redacted), or one key")
@@ -98,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("number", nargs="?", type=int, default=1, help="which backup (1 = the newest; default 1)")
     restore.add_argument("--yes", action="store_true", help="do not ask")
 
+
+def _add_plugins(sub: Any) -> None:
     plg = sub.add_parser("plugins", help="list, inspect, enable, disable or check plugins")
     plg_sub = plg.add_subparsers(dest="plugins_command", metavar="SUBCOMMAND")
     plg_list = plg_sub.add_parser("list", help="every discovered plugin: id, origin, status, version, diagnostics")
@@ -111,19 +150,6 @@ def build_parser() -> argparse.ArgumentParser:
     plg_dis.add_argument("id")
     plg_doc = plg_sub.add_parser("doctor", help="load every plugin and print all diagnostics; exit 1 on any error")
     plg_doc.add_argument("--json", action="store_true")
-    add_logs_parser(sub)
-    add_cron_parser(sub)
-    add_channels_parser(sub)
-    add_pairing_parser(sub)
-    add_migrate_parser(sub)
-    add_devices_parser(sub)
-    add_mcp_parser(sub)
-    add_models_parser(sub)
-    add_onboard_parser(sub)
-    add_memory_parser(sub)
-    add_skills_parser(sub)
-    add_security_parser(sub)
-    return parser
 
 
 def _client_args(p: argparse.ArgumentParser) -> None:
@@ -133,8 +159,11 @@ def _client_args(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # the top level takes no option with a value: the first other word names the command
+    command = next((w for w in words if not w.startswith("-")), None)
+    parser = build_parser(command if command in COMMAND_NAMES else None)
+    args = parser.parse_args(words)
     if args.command is None:
         parser.print_help()
         return 2

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import json5
 from pydantic import ValidationError
 
+from homarus.config import json5_text
 from homarus.config.paths import StatePaths
 from homarus.config.schema import HomarusConfig
 from homarus.errors import ConfigError
@@ -67,7 +67,7 @@ class LoadedConfig:
 def parse_config_text(raw: str, *, path: str) -> dict[str, Any]:
     """Parse JSON5 text into an object or raise ConfigError naming the file."""
     try:
-        value = json5.loads(raw)
+        value = json5_text.loads(raw)
     except ValueError as exc:
         raise ConfigError(f"not valid JSON5: {exc}", path=path) from None
     if not isinstance(value, dict):

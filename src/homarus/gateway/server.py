@@ -15,13 +15,11 @@ import socket
 import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
-from uvicorn.config import Config as UvicornConfig
-from uvicorn.server import Server as UvicornServer
 
 from homarus.config.paths import StatePaths
 from homarus.config.store import ConfigStore
@@ -29,8 +27,15 @@ from homarus.gateway.app import Gateway, GatewayOptions
 from homarus.gateway.http.asgi import build_http_app, probe_routes
 from homarus.gateway.http.control_ui import control_ui_routes
 from homarus.gateway.http.lazy import LazyMount
+from homarus.gateway.uvicorn_parts import uvicorn_config_and_server
 from homarus.gateway.ws.uvicorn_ws import protocol_class
 from homarus.protocol.limits import MAX_PAYLOAD_BYTES
+
+if TYPE_CHECKING:
+    from uvicorn.config import Config as UvicornConfig
+    from uvicorn.server import Server as UvicornServer
+else:
+    UvicornConfig, UvicornServer = uvicorn_config_and_server()
 
 __all__ = ["GatewayServer", "build_asgi", "build_gateway", "make_server", "serve"]
 

@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import json5
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
+from homarus.config import json5_text
 from homarus.config.plugins import PLUGIN_ID_PATTERN
 from homarus.errors import UserError
 
@@ -132,7 +132,7 @@ def read_manifest(path: Path) -> tuple[PluginManifest, list[str]]:
 
 def parse_manifest_text(text: str, *, source: str) -> tuple[PluginManifest, list[str]]:
     try:
-        data = json5.loads(text)
+        data = json5_text.loads(text)
     except ValueError as exc:
         raise ManifestError(f"{source}: not valid JSON5: {exc}") from None
     manifest = parse_manifest(data, source=source)

@@ -16,7 +16,19 @@ if TYPE_CHECKING:
 
     from homarus.config.paths import StatePaths
 
-__all__ = ["configured_registry", "default_factories"]
+__all__ = ["adapter_modules", "configured_registry", "default_factories"]
+
+#: the modules each wire API's adapter runs on (its own, the event-stream reader, the HTTP transport)
+_ADAPTER_MODULES = {
+    "openai-completions": ("homarus.providers.openai_completions", "homarus.providers.sse", "homarus.http_transport"),
+    "anthropic-messages": ("homarus.providers.anthropic_messages", "homarus.providers.sse", "homarus.http_transport"),
+}
+
+
+def adapter_modules(models: ModelsConfig) -> list[str]:
+    """What the configured providers' adapters import on their first request (for a warm-up)."""
+    apis = {provider.api for provider in models.providers.values()}
+    return list(dict.fromkeys(name for api in sorted(apis) for name in _ADAPTER_MODULES.get(api, ())))
 
 
 def configured_registry(models: ModelsConfig, paths: StatePaths) -> ModelRegistry:

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import json5
-
+from homarus.config import json5_text
 from homarus.config.models import ModelsConfig, ProviderConfig
 from homarus.errors import ConfigError, InvalidRequest
 from homarus.messages import ModelInfo
@@ -161,7 +160,7 @@ class ModelRegistry:
         if not path.is_absolute() and self._base_dir is not None:
             path = self._base_dir / path
         try:
-            data = json5.loads(path.read_text(encoding="utf-8"))
+            data = json5_text.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
             raise ConfigError(f"cannot load script: {exc}", key=f"models.providers.{provider_id}.script") from None
         if not isinstance(data, list):

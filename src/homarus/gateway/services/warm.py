@@ -1,10 +1,13 @@
-"""The modules an agent run needs, imported in a worker thread the first time a run is asked for.
+"""The modules an agent run needs, imported in a worker thread right after the gateway is ready.
 
-The gateway starts without them (lightness: a gateway nobody talks to never loads the agent
-loop), so the first run used to import them on the event loop: ~200 ms of module code during
-which no ping, ``health`` or other client was answered. Imported in a thread instead, the
-interpreter hands the loop the GIL every few milliseconds, so the loop keeps answering while the
-first run waits for its imports.
+The gateway starts without them, so that it is ready sooner (``homarus gateway run`` answers
+``/health`` in ~0.24 s). Imported by the first run instead, they made the first answer after a
+start cost 120 ms against 5 for the next ones; imported just after ready (:func:`preload`, from
+``Gateway.on_listening``), they are loaded before a client has finished connecting. In a worker
+thread: the interpreter hands the loop the GIL every few milliseconds, so the loop keeps answering
+meanwhile. A run asked for before that is done waits for the same imports (:func:`runs_ready`).
+What it costs is memory the gateway would hold after its first run anyway (~8 MiB, in
+``bench/RESULTS.md``).
 """
 
 from __future__ import annotations
@@ -13,31 +16,55 @@ import asyncio
 import gc
 import importlib
 import sys
+from collections.abc import Sequence
 
-__all__ = ["RUN_MODULES", "runs_ready", "settle_heap", "settle_heaps_of_this_process"]
+__all__ = ["RUN_MODULES", "preload", "runs_ready", "settle_heap", "settle_heaps_of_this_process"]
 
-#: what the first run imports, heaviest first (measured with ``PYTHONPROFILEIMPORTTIME``)
+#: what the first run imports beyond what the gateway imported to start (together with their own
+#: imports: ``tests/gateway/test_warm_up.py`` fails, naming the module, when a turn imports more)
 RUN_MODULES = (
-    "homarus.gateway.services.agent_runtime",
-    "homarus.agents.runtime",
-    "homarus.sessions.manager",
+    "homarus.gateway.services.agent_runtime",  # the turn, the loop, sessions, the hook bridge
     "homarus.tools.catalog",
     "homarus.plugins.loader",
     "homarus.plugins.injections",
-    "homarus.gateway.services.memory_access",
-    "homarus.gateway.services.policy",
+    "homarus.gateway.services.plugins",
+    "homarus.plugins.hookmd",
     "homarus.usecases.run_events",
+    "homarus.audit.log",
+    "homarus.channels.model",  # where a reply is delivered
+    "homarus.config.channel_registry",
+    "homarus.tls",
+    "encodings.utf_8_sig",  # bootstrap files are read with it
+    # the config sections a run reads (their models are built on the first read)
+    "homarus.config.tools",
+    "homarus.config.browser",
+    "homarus.config.session",
+    # the methods a client asks for a run
+    "homarus.gateway.methods.agent",
+    "homarus.gateway.methods.chat",
 )
 
 
-async def runs_ready() -> None:
+async def preload(extra: Sequence[str] = ()) -> None:
+    """Import what a run and a client need right after the gateway is ready, in a worker thread,
+    so the first answer after a start costs what the next ones do. ``extra``: modules the
+    configuration names (its providers' adapters). A module that fails to import is left for the
+    run that needs it to report."""
+    await runs_ready(extra)
+    from homarus import codecache
+
+    codecache.release()  # what the first run would have asked of it is compiled now
+
+
+async def runs_ready(extra: Sequence[str] = ()) -> None:
     """Return once every module of :data:`RUN_MODULES` is imported (at once after the first time)."""
-    if all(name in sys.modules for name in RUN_MODULES):
+    names = [*RUN_MODULES, *extra]
+    if all(name in sys.modules for name in names):
         return
     if _settling:
         gc.disable()  # what the imports make lives as long as the process: no collection need walk it
     try:
-        await asyncio.to_thread(_import_all)
+        await asyncio.to_thread(_import_all, names)
     finally:
         settle_heap()
 
@@ -68,6 +95,10 @@ def settle_heap() -> None:
         gc.enable()
 
 
-def _import_all() -> None:
-    for name in RUN_MODULES:
-        importlib.import_module(name)
+def _import_all(names: Sequence[str]) -> None:
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            if name in RUN_MODULES:
+                raise
