@@ -466,3 +466,23 @@ def test_create_failure_removes_partial_file(tmp_path: Path, monkeypatch: pytest
 
 def test_iso_now_format() -> None:
     assert ISO_RE.match(iso_now())
+
+
+def test_an_unsynced_append_is_read_at_once_and_made_durable_by_the_next_sync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tr = Transcript(tmp_path / "u.jsonl")
+    tr.create("u1")
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+    tr.append_many([user("a")], synced=False)
+    assert synced == [] and tr.unsynced
+    assert [e["message"]["content"] for e in Transcript(tr.path).read().entries] == ["a"]  # another reader sees it
+    tr.sync()
+    assert len(synced) == 1 and not tr.unsynced
+    tr.sync()
+    assert len(synced) == 1  # nothing left to make durable
+    tr.append_many([assistant_text("b")], synced=False)
+    tr.append(user("c"))  # a synced append covers the lines before it
+    assert len(synced) == 2 and not tr.unsynced

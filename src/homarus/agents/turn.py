@@ -133,8 +133,13 @@ class Turn:
 
     async def run(self) -> RunOutcome:
         step = Step.LOAD
-        while step is not Step.DONE:
-            step = await self.steps[step]()
+        try:
+            while step is not Step.DONE:
+                step = await self.steps[step]()
+        finally:
+            transcript: Transcript | None = self.__dict__.get("transcript")
+            if transcript is not None and transcript.unsynced:  # a run that failed after its message
+                await run_on_lane(transcript.sync)
         assert self.outcome is not None  # END always sets it
         return self.outcome
 
@@ -306,7 +311,10 @@ class Turn:
         if point.started:
             return Step.LOOP  # a resumed run continues from its transcript (its own message is in the history)
         user = UserMessage(request_content(req))
-        written = (await self._write([user], joined=req.joined))[0]
+        # not fsynced before the model is asked (the reply's append, or the end of the run, syncs
+        # the file): if power fails meanwhile the run journal, synced, still has the run, and the
+        # run resumed after the restart writes the message again when the transcript lacks it
+        written = (await self._write([user], joined=req.joined, synced=False))[0]
         if written is not None:
             self.entry_ids[id(user)] = written["id"]
         claimed = await self.phases.claim_reply(req.message)
@@ -420,6 +428,8 @@ class Turn:
                 outcome.text = content
             sent = ev.MessageSentEvent(to, outcome.text, content is not None, session_key=ctx.session_key, context=ctx)
             hooks.fire("message_sent", sent)
+        # what was said is durable before the run is reported done (a no-op after a synced reply)
+        await run_on_lane(self.transcript.sync)
         # the run's status and token counts: lost at a power cut at worst (the transcript, synced,
         # holds what was said), so not synced before the answer goes out
         await self.rt.sessions.aupdate_entry(req.session_key, entry_changes(outcome, ending.final), synced=False)
@@ -466,10 +476,15 @@ class Turn:
 
     # -- the transcript -----------------------------------------------------------------------------
     async def _write(
-        self, messages: list[Message], *, owners: dict[int, str] | None = None, joined: list[str] | None = None
+        self,
+        messages: list[Message],
+        *,
+        owners: dict[int, str] | None = None,
+        joined: list[str] | None = None,
+        synced: bool = True,
     ) -> list[dict[str, Any] | None]:
         return await run_on_lane(
-            write_messages, self.transcript, self.phases, self.req.run_id, messages, owners, joined
+            write_messages, self.transcript, self.phases, self.req.run_id, messages, owners, joined, synced
         )
 
 
@@ -480,6 +495,7 @@ def write_messages(
     messages: list[Message],
     owners: dict[int, str] | None = None,
     joined: list[str] | None = None,
+    synced: bool = True,
 ) -> list[dict[str, Any] | None]:
     """Persist messages through the write hooks in one all-or-nothing append, tagged with the run
     (a steered message with the run it came from, ``owners``; a merged prompt also names the runs
@@ -492,5 +508,5 @@ def write_messages(
     ]
     extra: dict[str, Any] = {"joined": joined} if joined else {}
     entries = [{"type": "message", "message": r, "runId": owner, **extra} for r, owner in tags if r is not None]
-    stored = iter(transcript.append_many(entries) if entries else [])
+    stored = iter(transcript.append_many(entries, synced=synced) if entries else [])
     return [next(stored) if r is not None else None for r, _ in tags]

@@ -1,7 +1,9 @@
 """Per-session JSONL transcripts: a version-3 header line, then entries linked by id/parentId.
 
 Appends are validated first (shape, and a tool result must answer a tool call already in the
-file), then written as one ``write`` of whole lines and fsynced, under the file's own ``flock``
+file), then written as one ``write`` of whole lines and fsynced (or, asked so, left for the next
+synced append or :meth:`Transcript.sync`: a run's own message, synced with its reply), under the
+file's own ``flock``
 (other processes append too: a CLI, a second gateway on the same state; a transcript is never
 replaced, so the lock can sit on the file itself, and a holder that dies drops it). A
 crash can leave at most a torn last line; readers ignore it and the next append moves it to a
@@ -70,6 +72,8 @@ class Transcript:
         self._view: tuple[int, int, TranscriptView] | None = None
         #: what readers derived from the cached view, by a key of each reader's (see :attr:`derived`)
         self._derived: dict[str, Any] = {}
+        #: an append with ``synced=False`` wrote lines no fsync has covered yet (see :meth:`sync`)
+        self.unsynced = False
 
     @property
     def cached_bytes(self) -> int:
@@ -165,8 +169,10 @@ class Transcript:
         """Validate and durably append one entry; returns it with id, parentId and timestamp set."""
         return self.append_many([entry])[0]
 
-    def append_many(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Append several entries in one write (all or none)."""
+    def append_many(self, entries: list[dict[str, Any]], *, synced: bool = True) -> list[dict[str, Any]]:
+        """Append several entries in one write (all or none). ``synced=False`` leaves out the fsync:
+        the lines are in the file for every reader and survive the process dying, but a power cut
+        may lose them until the next synced append or :meth:`sync` (one fsync covers the file)."""
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
         except FileNotFoundError:
@@ -181,12 +187,13 @@ class Transcript:
                     blob = b"".join(orjson.dumps(e) + b"\n" for e in staged)
                     if state.clean_size < state.size:  # only once the new lines are known to be valid
                         self._set_aside_torn_tail(state)
-                    self._write(fd, blob, state)
+                    self._write(fd, blob, state, synced)
                 except BaseException:
                     self._state = None  # staging touched the cache; rebuild it from the file next time
                     raise
                 state.size += len(blob)
                 state.clean_size = state.size
+                self.unsynced = not synced
                 return staged
         finally:
             os.close(fd)
@@ -221,10 +228,24 @@ class Transcript:
         _track(state, entry)
         return entry
 
-    def _write(self, fd: int, blob: bytes, state: _State) -> None:
+    def sync(self) -> None:
+        """Make durable what appends with ``synced=False`` wrote (nothing to do after a synced one)."""
+        if not self.unsynced:
+            return
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        except OSError as exc:
+            raise TranscriptWriteError(f"cannot sync transcript {self.path.name}: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+        self.unsynced = False
+
+    def _write(self, fd: int, blob: bytes, state: _State, synced: bool = True) -> None:
         try:
             _write_all(fd, blob)
-            os.fsync(fd)
+            if synced:
+                os.fsync(fd)
         except OSError as exc:
             # leave the file exactly as it was: cut whatever part of this write landed
             with contextlib.suppress(OSError):

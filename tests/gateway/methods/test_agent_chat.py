@@ -295,3 +295,50 @@ async def test_run_timeout(tmp_path: Path) -> None:
         final = await _final(c, "t")
         assert final["ok"] is True and final["payload"]["result"]["meta"]["aborted"] is True
         assert (await c.request("agent.wait", {"runId": "t1"}))["payload"]["status"] == "timeout"
+
+
+def _count_transcript_fsyncs(monkeypatch: Any) -> list[str]:
+    """Every fsync of a transcript file from now on (SQLite's own go through C, not ``os``)."""
+    import os
+
+    seen: list[str] = []
+    real = os.fsync
+
+    def spy(fd: Any) -> None:
+        target = os.readlink(f"/proc/self/fd/{fd}") if isinstance(fd, int) else str(fd)
+        if target.endswith(".jsonl"):
+            seen.append(target)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    return seen
+
+
+async def test_a_turn_fsyncs_its_transcript_once_and_a_failed_one_still_keeps_the_message(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    with run_gateway(tmp_path, config=CONFIG) as gw:
+        _script(gw, Reply("one"), Reply("two"), Fail("the model is down", status=400))
+        client = await _client(gw)
+        fsyncs = _count_transcript_fsyncs(monkeypatch)
+        for i in (1, 2):
+            await client.send(
+                {
+                    "type": "req",
+                    "id": f"t{i}",
+                    "method": "agent",
+                    "params": {"message": f"m{i}", "idempotencyKey": f"k{i}"},
+                }
+            )
+            assert (await _final(client, f"t{i}"))["payload"]["status"] == "ok"
+        # the first turn: the new transcript's header, then the user's message and the reply under
+        # one fsync (the message's own append is not synced before the model is asked)
+        assert len(fsyncs) == 3
+        await client.send(
+            {"type": "req", "id": "t3", "method": "agent", "params": {"message": "m3", "idempotencyKey": "k3"}}
+        )
+        failed = await _final(client, "t3")
+        assert failed["payload"]["status"] == "error"
+        assert len(fsyncs) == 4  # no reply to sync with: the message is synced at the end of the run
+        roles = [(x["message"]["role"]) for x in _transcript(gw)[1:] if x["type"] == "message"]
+        assert roles[:4] == ["user", "assistant", "user", "assistant"] and "user" in roles[4:]
