@@ -636,3 +636,17 @@ def test_gateway_run_builds_no_other_command(tmp_path: Path) -> None:
         "print('PROBE', sorted(m for m in sys.modules if m.startswith('homarus.cli.') and m.endswith('_cmd')))\n"
     )
     assert _probe_line(probe, tmp_path) == "PROBE ['homarus.cli.service_cmd']"
+
+
+def test_help_lists_every_command_without_importing_one(tmp_path: Path) -> None:
+    probe = (
+        "import contextlib, io, sys\n"
+        "from homarus.cli.main import COMMAND_NAMES, main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):\n"
+        "    main(['--help'])\n"
+        "listed = all(f'    {name} ' in out.getvalue() for name in COMMAND_NAMES)\n"
+        "cmds = sorted(m for m in sys.modules if m.startswith('homarus.cli.') and m.endswith('_cmd'))\n"
+        "print('PROBE', listed, cmds)\n"
+    )
+    assert _probe_line(probe, tmp_path) == "PROBE True []"

@@ -26,10 +26,9 @@ __all__ = ["add_channels_parser", "channel_add_patch", "channel_specs", "run_cha
 _POLICIES = ["pairing", "allowlist", "open", "disabled"]
 
 
-def add_channels_parser(sub: Any) -> argparse.ArgumentParser:
+def add_channels_parser(ch: argparse.ArgumentParser) -> None:
     from homarus.cli.options import client_args
 
-    ch: argparse.ArgumentParser = sub.add_parser("channels", help="chat channels: list, status, add, remove, logout")
     cs = ch.add_subparsers(dest="channels_command", metavar="SUBCOMMAND")
     ls = cs.add_parser("list", help="configured channels and accounts (from the config; no gateway needed)")
     ls.add_argument("--json", action="store_true")
@@ -64,7 +63,6 @@ def add_channels_parser(sub: Any) -> argparse.ArgumentParser:
     dr = cs.add_parser("drop", help="give up on a dead letter")
     dr.add_argument("id", type=int)
     client_args(dr)
-    return ch
 
 
 def _print_json(value: Any) -> None:

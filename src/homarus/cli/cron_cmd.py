@@ -23,13 +23,10 @@ _DURATION = re.compile(r"^(\d+)(ms|s|m|h|d)?$")
 _UNIT_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
-def add_cron_parser(sub: Any) -> argparse.ArgumentParser:
-    """Add ``cron`` and its subcommands to the top-level subparsers ``sub``."""
+def add_cron_parser(cron: argparse.ArgumentParser) -> None:
+    """``cron``'s subcommands and their arguments, on its parser ``cron``."""
     from homarus.cli.options import client_args as _client_args
 
-    cron: argparse.ArgumentParser = sub.add_parser(
-        "cron", help="list, add, remove, run scheduled jobs (needs a running gateway)"
-    )
     cs = cron.add_subparsers(dest="cron_command", metavar="SUBCOMMAND")
     _client_args(cs.add_parser("status", help="scheduler status: enabled, job count, next wake"))
     ls = cs.add_parser("list", help="list jobs, next run first")
@@ -70,7 +67,6 @@ def add_cron_parser(sub: Any) -> argparse.ArgumentParser:
     runs.add_argument("job_id")
     runs.add_argument("--limit", type=int, default=20)
     _client_args(runs)
-    return cron
 
 
 def _duration_ms(text: str) -> int:
@@ -208,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     from homarus.config.paths import StatePaths
 
     parser = argparse.ArgumentParser(prog="homarus")
-    add_cron_parser(parser.add_subparsers(dest="command"))
+    add_cron_parser(parser.add_subparsers(dest="command").add_parser("cron"))
     args = parser.parse_args(["cron", *(argv if argv is not None else sys.argv[1:])])
     return run_cron(args, StatePaths.from_env())
 

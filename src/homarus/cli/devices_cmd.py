@@ -18,10 +18,9 @@ if TYPE_CHECKING:
 __all__ = ["add_devices_parser", "run_devices"]
 
 
-def add_devices_parser(sub: Any) -> argparse.ArgumentParser:
+def add_devices_parser(dv: argparse.ArgumentParser) -> None:
     from homarus.cli.options import client_args
 
-    dv: argparse.ArgumentParser = sub.add_parser("devices", help="paired devices and device pairing requests")
     ds = dv.add_subparsers(dest="devices_command", metavar="SUBCOMMAND")
     client_args(ds.add_parser("list", help="pending requests and paired devices"))
     for name, what in (("approve", "approve a pairing request"), ("reject", "reject a pairing request")):
@@ -34,7 +33,6 @@ def add_devices_parser(sub: Any) -> argparse.ArgumentParser:
         if name == "revoke":
             p.add_argument("--role", default="operator", choices=["operator", "node"])
         client_args(p)
-    return dv
 
 
 def _when(ms: Any) -> str:

@@ -19,8 +19,7 @@ __all__ = ["add_logs_parser", "run_logs"]
 FOLLOW_POLL_S = 0.5
 
 
-def add_logs_parser(sub: Any) -> None:
-    p = sub.add_parser("logs", help="show the audit trail of runs (who asked, model and tool calls, decisions)")
+def add_logs_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--run", metavar="RUNID", help="only this run's records")
     p.add_argument("--limit", type=int, default=50, help="records to show (default 50)")
     p.add_argument("--follow", "-f", action="store_true", help="keep printing new records")

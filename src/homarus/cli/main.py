@@ -6,60 +6,64 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from homarus import __version__
 
 __all__ = ["COMMAND_NAMES", "build_parser", "main"]
 
-#: every command in the order ``--help`` lists them; a module's ``add_*`` function adds its own
-#: (imported only when that command is parsed, or for the full list)
-_COMMANDS: tuple[tuple[str, str], ...] = (
-    ("gateway", ":_add_gateway"),
-    ("health", ":_add_health"),
-    ("doctor", ":_add_doctor"),
-    ("agent", ":_add_agent"),
-    ("sessions", ":_add_sessions"),
-    ("config", ":_add_config"),
-    ("plugins", ":_add_plugins"),
-    ("logs", "homarus.cli.logs_cmd:add_logs_parser"),
-    ("cron", "homarus.cli.cron_cmd:add_cron_parser"),
-    ("channels", "homarus.cli.channels_cmd:add_channels_parser"),
-    ("pairing", "homarus.cli.pairing_cmd:add_pairing_parser"),
-    ("migrate", "homarus.cli.migrate_cmd:add_migrate_parser"),
-    ("devices", "homarus.cli.devices_cmd:add_devices_parser"),
-    ("mcp", "homarus.cli.mcp_cmd:add_mcp_parser"),
-    ("models", "homarus.cli.models_cmd:add_models_parser"),
-    ("onboard", "homarus.cli.onboard_cmd:add_onboard_parser"),
-    ("memory", "homarus.cli.memory_cmd:add_memory_parser"),
-    ("skills", "homarus.cli.skills_cmd:add_skills_parser"),
-    ("security", "homarus.cli.security_cmd:add_security_parser"),
+#: every command in the order ``--help`` lists them: its help line, and the function that adds
+#: its arguments (``module:function`` in this package, imported only when that command is parsed)
+_COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("gateway", "run or talk to the gateway", ":_add_gateway"),
+    ("health", "ask a running gateway for its health", ":_add_health"),
+    ("doctor", "check config, state dir, port, token, session stores and transcripts", ":_add_doctor"),
+    ("agent", "send one message to the agent and stream the reply", ":_add_agent"),
+    ("sessions", "list, show, reset or delete sessions (works without a gateway)", ":_add_sessions"),
+    ("config", "read, change or check the config file", ":_add_config"),
+    ("plugins", "list, inspect, enable, disable or check plugins", ":_add_plugins"),
+    ("logs", "show the audit trail of runs (who asked, model and tool calls, decisions)", "logs_cmd:add_logs_parser"),
+    ("cron", "list, add, remove, run scheduled jobs (needs a running gateway)", "cron_cmd:add_cron_parser"),
+    ("channels", "chat channels: list, status, add, remove, logout", "channels_cmd:add_channels_parser"),
+    ("pairing", "list, approve or reject chat pairing requests", "pairing_cmd:add_pairing_parser"),
+    ("migrate", "bring over state from OpenClaw", "migrate_cmd:add_migrate_parser"),
+    ("devices", "paired devices and device pairing requests", "devices_cmd:add_devices_parser"),
+    ("mcp", "the MCP servers whose tools the agents can call", "mcp_cmd:add_mcp_parser"),
+    ("models", "list, pick, test the agents' models", "models_cmd:add_models_parser"),
+    ("onboard", "set up a model (and a chat channel) step by step", "onboard_cmd:add_onboard_parser"),
+    ("memory", "the agent's memory index: status, (re)index, search", "memory_cmd:add_memory_parser"),
+    ("skills", "list, inspect, install or remove skills", "skills_cmd:add_skills_parser"),
+    ("security", "audit this installation's security settings", "security_cmd:add_security_parser"),
 )
-COMMAND_NAMES: tuple[str, ...] = tuple(name for name, _ in _COMMANDS)
+COMMAND_NAMES: tuple[str, ...] = tuple(name for name, _, _ in _COMMANDS)
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The command line's parser; with ``command`` (one of :data:`COMMAND_NAMES`), only that
-    command's part, so that ``homarus gateway run`` neither imports nor keeps the parsers (and
-    modules) of the other commands for the life of the gateway (1.2 MiB, ~10 ms of its start)."""
+def build_parser(command: str | None = None, *, listing: bool = False) -> argparse.ArgumentParser:
+    """The command line's parser. With ``command`` (one of :data:`COMMAND_NAMES`), only that
+    command's arguments, so that ``homarus gateway run`` neither imports nor keeps the parsers (and
+    modules) of the other commands for the life of the gateway (1.2 MiB, ~10 ms of its start);
+    with ``listing``, the commands and their help lines only (``homarus --help``, a mistyped
+    command); otherwise all of it."""
     parser = argparse.ArgumentParser(
         prog="homarus",
         description="Homarus: a self-hosted personal AI-assistant gateway.",
     )
     parser.add_argument("--version", action="version", version=f"homarus {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name, target in _COMMANDS:
-        if command is None or command == name:
+    for name, text, target in _COMMANDS:
+        if command is not None and command != name:
+            continue
+        own = sub.add_parser(name, help=text)
+        if not listing:
             module, _, attr = target.partition(":")
-            add: Callable[[Any], object] = getattr(importlib.import_module(module), attr) if module else globals()[attr]
-            add(sub)
+            add: Callable[[argparse.ArgumentParser], object]
+            add = getattr(importlib.import_module(f"homarus.cli.{module}"), attr) if module else globals()[attr]
+            add(own)
     return parser
 
 
-def _add_gateway(sub: Any) -> None:
+def _add_gateway(gw: argparse.ArgumentParser) -> None:
     from homarus.cli.service_cmd import add_service_parsers
 
-    gw = sub.add_parser("gateway", help="run or talk to the gateway")
     gw_sub = gw.add_subparsers(dest="gateway_command", metavar="SUBCOMMAND")
     run = gw_sub.add_parser("run", help="run the gateway in the foreground")
     run.add_argument("--bind", help="'loopback', 'lan' or an IP address (default: gateway.bind)")
@@ -78,19 +82,16 @@ def _add_gateway(sub: Any) -> None:
     add_service_parsers(gw_sub)
 
 
-def _add_health(sub: Any) -> None:
-    health = sub.add_parser("health", help="ask a running gateway for its health")
+def _add_health(health: argparse.ArgumentParser) -> None:
     _client_args(health)
 
 
-def _add_doctor(sub: Any) -> None:
-    doc = sub.add_parser("doctor", help="check config, state dir, port, token, session stores and transcripts")
+def _add_doctor(doc: argparse.ArgumentParser) -> None:
     doc.add_argument("--fix", action="store_true", help="show what can be repaired, and repair it when you say so")
     doc.add_argument("--yes", action="store_true", help="with --fix: do not ask")
 
 
-def _add_agent(sub: Any) -> None:
-    ag = sub.add_parser("agent", help="send one message to the agent and stream the reply")
+def _add_agent(ag: argparse.ArgumentParser) -> None:
     ag.add_argument("-m", "--message", required=True, help="the message")
     ag.add_argument("--session", help="session key (default: the agent's main session)")
     ag.add_argument("--model", help="model ref <provider>/<model> for this run")
@@ -100,8 +101,7 @@ def _add_agent(sub: Any) -> None:
     ag.set_defaults(timeout=600.0)
 
 
-def _add_sessions(sub: Any) -> None:
-    sess = sub.add_parser("sessions", help="list, show, reset or delete sessions (works without a gateway)")
+def _add_sessions(sess: argparse.ArgumentParser) -> None:
     sess_sub = sess.add_subparsers(dest="sessions_command", metavar="SUBCOMMAND")
     ls = sess_sub.add_parser("list", help="list sessions, newest first")
     ls.add_argument("--agent", help="only this agent's sessions")
@@ -118,8 +118,7 @@ def _add_sessions(sub: Any) -> None:
     delete.add_argument("--keep-transcript", action="store_true", help="leave the transcript file in place")
 
 
-def _add_config(sub: Any) -> None:
-    cfg = sub.add_parser("config", help="read, change or check the config file")
+def _add_config(cfg: argparse.ArgumentParser) -> None:
     cfg_sub = cfg.add_subparsers(dest="config_command", metavar="SUBCOMMAND")
     get = cfg_sub.add_parser("get", help="print the effective config (secrets redacted), or one key")
     get.add_argument("key", nargs="?", help="dotted key, e.g. gateway.port")
@@ -136,8 +135,7 @@ def _add_config(sub: Any) -> None:
     restore.add_argument("--yes", action="store_true", help="do not ask")
 
 
-def _add_plugins(sub: Any) -> None:
-    plg = sub.add_parser("plugins", help="list, inspect, enable, disable or check plugins")
+def _add_plugins(plg: argparse.ArgumentParser) -> None:
     plg_sub = plg.add_subparsers(dest="plugins_command", metavar="SUBCOMMAND")
     plg_list = plg_sub.add_parser("list", help="every discovered plugin: id, origin, status, version, diagnostics")
     plg_list.add_argument("--json", action="store_true", help="print JSON rows")
@@ -162,7 +160,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     # the top level takes no option with a value: the first other word names the command
     command = next((w for w in words if not w.startswith("-")), None)
-    parser = build_parser(command if command in COMMAND_NAMES else None)
+    known = command in COMMAND_NAMES
+    parser = build_parser(command if known else None, listing=not known)
     args = parser.parse_args(words)
     if args.command is None:
         parser.print_help()

@@ -22,10 +22,9 @@ if TYPE_CHECKING:
 __all__ = ["add_mcp_parser", "run_mcp"]
 
 
-def add_mcp_parser(sub: Any) -> argparse.ArgumentParser:
+def add_mcp_parser(mc: argparse.ArgumentParser) -> None:
     from homarus.cli.options import client_args
 
-    mc: argparse.ArgumentParser = sub.add_parser("mcp", help="the MCP servers whose tools the agents can call")
     ms = mc.add_subparsers(dest="mcp_command", metavar="SUBCOMMAND")
     client_args(ms.add_parser("list", help="configured servers (and their state when a gateway runs)"))
     serve = ms.add_parser("serve", help="be an MCP server (stdio) for editors and desktop apps")
@@ -35,7 +34,6 @@ def add_mcp_parser(sub: Any) -> argparse.ArgumentParser:
         p = ms.add_parser(name, help=what)
         p.add_argument("name")
         p.add_argument("--json", action="store_true")
-    return mc
 
 
 def run_mcp(args: argparse.Namespace, paths: StatePaths) -> int:

@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["add_memory_parser", "run_memory"]
 
 
-def add_memory_parser(sub: Any) -> None:
-    p = sub.add_parser("memory", help="the agent's memory index: status, (re)index, search")
+def add_memory_parser(p: argparse.ArgumentParser) -> None:
     ms = p.add_subparsers(dest="memory_command", metavar="SUBCOMMAND")
     for name, text in (
         ("status", "files, chunks, provider, model, vector backend, freshness"),

@@ -22,14 +22,12 @@ __all__ = ["add_migrate_parser", "run_migrate"]
 _SYMBOL = {"carry": "+", "rename": "~", "keep": "=", "skip": "-", "error": "!"}
 
 
-def add_migrate_parser(sub: Any) -> argparse.ArgumentParser:
-    mg: argparse.ArgumentParser = sub.add_parser("migrate", help="bring over state from OpenClaw")
+def add_migrate_parser(mg: argparse.ArgumentParser) -> None:
     ms = mg.add_subparsers(dest="migrate_command", metavar="SOURCE")
     oc = ms.add_parser("openclaw", help="config, workspace, sessions, cron jobs and exec approvals of OpenClaw")
     oc.add_argument("--from", dest="source", default="~/.openclaw", help="the OpenClaw state dir (default ~/.openclaw)")
     oc.add_argument("--dry-run", action="store_true", help="print the plan, write nothing")
     oc.add_argument("--json", action="store_true", help="the plan as JSON")
-    return mg
 
 
 def run_migrate(args: argparse.Namespace, paths: StatePaths) -> int:

@@ -21,8 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["add_models_parser", "run_models"]
 
 
-def add_models_parser(sub: Any) -> argparse.ArgumentParser:
-    md: argparse.ArgumentParser = sub.add_parser("models", help="list, pick, test the agents' models")
+def add_models_parser(md: argparse.ArgumentParser) -> None:
     ms = md.add_subparsers(dest="models_command", metavar="SUBCOMMAND")
     ls = ms.add_parser("list", help="configured models with their context window (--discover: what providers offer)")
     ls.add_argument("--discover", action="store_true", help="also ask each configured provider for its models")
@@ -37,7 +36,6 @@ def add_models_parser(sub: Any) -> argparse.ArgumentParser:
     ts = ms.add_parser("test", help="one real round trip: latency and token counts")
     ts.add_argument("ref", nargs="?", help="<provider>/<model> (default: the default model)")
     ts.add_argument("--timeout", type=float, default=60.0)
-    return md
 
 
 def _err(message: str) -> int:

@@ -35,8 +35,7 @@ class Stop(Exception):
     """The wizard cannot go on: the message says why and what to do."""
 
 
-def add_onboard_parser(sub: Any) -> argparse.ArgumentParser:
-    ob: argparse.ArgumentParser = sub.add_parser("onboard", help="set up a model (and a chat channel) step by step")
+def add_onboard_parser(ob: argparse.ArgumentParser) -> None:
     ob.add_argument("--provider", choices=list(PRESETS), help="the model provider")
     ob.add_argument("--base-url", help="the provider's API URL (local servers, custom)")
     ob.add_argument(
@@ -53,7 +52,6 @@ def add_onboard_parser(sub: Any) -> argparse.ArgumentParser:
     ob.add_argument("--install-service", action="store_true", help="then run the gateway as a background service")
     ob.add_argument("--non-interactive", action="store_true", help="never ask: flags or fail")
     ob.add_argument("--yes", action="store_true", help="replace an existing config without asking")
-    return ob
 
 
 def run_onboard(args: argparse.Namespace, paths: StatePaths) -> int:

@@ -23,10 +23,9 @@ if TYPE_CHECKING:
 __all__ = ["add_pairing_parser", "run_pairing"]
 
 
-def add_pairing_parser(sub: Any) -> argparse.ArgumentParser:
+def add_pairing_parser(pr: argparse.ArgumentParser) -> None:
     from homarus.cli.options import client_args
 
-    pr: argparse.ArgumentParser = sub.add_parser("pairing", help="list, approve or reject chat pairing requests")
     ps = pr.add_subparsers(dest="pairing_command", metavar="SUBCOMMAND")
     ls = ps.add_parser("list", help="pending requests (codes expire after an hour)")
     ls.add_argument("channel", nargs="?")
@@ -44,7 +43,6 @@ def add_pairing_parser(sub: Any) -> argparse.ArgumentParser:
     rj.add_argument("code")
     rj.add_argument("--account")
     client_args(rj)
-    return pr
 
 
 def _open_store(paths: StatePaths) -> PairingStore:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from homarus.config.paths import StatePaths
@@ -20,12 +20,10 @@ __all__ = ["add_security_parser", "run_security"]
 _MARK = {"high": "!!", "medium": "! ", "low": "- "}
 
 
-def add_security_parser(sub: Any) -> argparse.ArgumentParser:
-    sec: argparse.ArgumentParser = sub.add_parser("security", help="audit this installation's security settings")
+def add_security_parser(sec: argparse.ArgumentParser) -> None:
     ss = sec.add_subparsers(dest="security_command", metavar="COMMAND")
     audit = ss.add_parser("audit", help="list risky settings with the fix for each; exit 1 when one is high")
     audit.add_argument("--json", action="store_true", help="the findings as JSON")
-    return sec
 
 
 def run_security(args: argparse.Namespace, paths: StatePaths) -> int:

@@ -21,9 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["add_skills_parser", "run_skills"]
 
 
-def add_skills_parser(sub: Any) -> argparse.ArgumentParser:
-    """Add ``skills`` and its subcommands to the top-level subparsers ``sub``."""
-    sk: argparse.ArgumentParser = sub.add_parser("skills", help="list, inspect, install or remove skills")
+def add_skills_parser(sk: argparse.ArgumentParser) -> None:
+    """``skills``' subcommands and their arguments, on its parser ``sk``."""
     ss = sk.add_subparsers(dest="skills_command", metavar="SUBCOMMAND")
     ls = ss.add_parser("list", help="every skill found: name, source, whether it is offered")
     ls.add_argument("--agent", help="agent id (default: the default agent)")
@@ -41,7 +40,6 @@ def add_skills_parser(sub: Any) -> argparse.ArgumentParser:
     ins.add_argument("--json", action="store_true")
     rm = ss.add_parser("remove", help="remove an installed skill from the state dir")
     rm.add_argument("name")
-    return sk
 
 
 def _plugin_dirs(cfg: HomarusConfig, paths: StatePaths) -> list[PluginSkillDir]:
