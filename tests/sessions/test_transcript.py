@@ -475,14 +475,23 @@ def test_an_unsynced_append_is_read_at_once_and_made_durable_by_the_next_sync(
     tr.create("u1")
     synced: list[int] = []
     real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real(fd))[1])
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+
+    def pending() -> bool:
+        return tr.unsynced
+
     tr.append_many([user("a")], synced=False)
-    assert synced == [] and tr.unsynced
+    assert synced == [] and pending()
     assert [e["message"]["content"] for e in Transcript(tr.path).read().entries] == ["a"]  # another reader sees it
     tr.sync()
-    assert len(synced) == 1 and not tr.unsynced
+    assert len(synced) == 1 and not pending()
     tr.sync()
     assert len(synced) == 1  # nothing left to make durable
     tr.append_many([assistant_text("b")], synced=False)
     tr.append(user("c"))  # a synced append covers the lines before it
-    assert len(synced) == 2 and not tr.unsynced
+    assert len(synced) == 2 and not pending()
