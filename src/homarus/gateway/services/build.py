@@ -9,6 +9,7 @@ that uses it. Nothing at module level here may import a subsystem. The services 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -264,20 +265,29 @@ class LazyServices:
     if not TYPE_CHECKING:  # hidden from mypy: a misspelt attribute must stay an error there
 
         def __getattr__(self, name: str) -> Any:
-            """Build the service ``name`` (only called for attributes not set yet)."""
+            """Build the service ``name`` (only called for attributes not set yet).
+
+            One build at a time per gateway: the loop builds most services, but a worker thread
+            may read one too (and the warm-up builds the runtime while a test's thread sets a
+            provider override); a second thread waits for the build under way and takes its result
+            rather than building another, or seeing a half-built one as a cycle."""
             build = SERVICES.get(name)
             if build is None:
                 raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-            building = self.__dict__.setdefault("_building", set())
-            if name in building:
-                raise RuntimeError(f"gateway service {name!r} needs itself while it is being built")
-            building.add(name)
-            try:
-                value = build(self)
-            finally:
-                building.discard(name)
-            self.__dict__[name] = value
-            return value
+            lock = self.__dict__.get("_build_lock") or self.__dict__.setdefault("_build_lock", threading.RLock())
+            with lock:
+                if name in self.__dict__:  # built by another thread while this one waited
+                    return self.__dict__[name]
+                building = self.__dict__.setdefault("_building", set())  # this thread's builds only
+                if name in building:
+                    raise RuntimeError(f"gateway service {name!r} needs itself while it is being built")
+                building.add(name)
+                try:
+                    value = build(self)
+                finally:
+                    building.discard(name)
+                self.__dict__[name] = value
+                return value
 
     def built(self, service: str) -> bool:
         """Whether ``service`` exists yet (shutdown and optional paths act only on what does)."""
