@@ -98,6 +98,23 @@ async def test_kept_alive_connections_are_reused_and_bodies_arrive() -> None:
         assert server.requests[0].startswith(b"POST /v1/x?q=1 HTTP/1.1\r\n")
 
 
+async def test_a_request_with_a_bytes_body_is_one_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    writes: list[bytes] = []
+    real = asyncio.StreamWriter.write
+
+    def counting(self: asyncio.StreamWriter, data: bytes | bytearray | memoryview) -> None:
+        writes.append(bytes(data))
+        real(self, data)
+
+    async with Server(keep_alive) as server, client() as http:
+        monkeypatch.setattr(asyncio.StreamWriter, "write", counting)
+        r = await http.post(server.url + "/one", content=b"payload")
+        monkeypatch.undo()
+        assert r.content == b"echo:payload"
+    sent = [w for w in writes if w.startswith(b"POST /one")]  # the server's own writes are answers
+    assert len(sent) == 1 and sent[0].endswith(b"\r\n\r\npayload")
+
+
 async def test_a_request_body_streamed_in_chunks() -> None:
     async def parts() -> AsyncIterator[bytes]:
         for p in (b"a" * 10, b"", b"b" * 70_000):

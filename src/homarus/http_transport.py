@@ -221,6 +221,14 @@ class AsyncioTransport(httpx.AsyncBaseTransport):
         headers = list(request.headers.raw)
         try:
             data = conn.h11.send(h11.Request(method=request.method.encode(), target=target, headers=headers))
+            if isinstance(request.stream, httpx.ByteStream):
+                # head, body and end in one write: one send(2) a request instead of three
+                body = b"".join([chunk async for chunk in request.stream])
+                framed = conn.h11.send(h11.Data(data=body)) if body else b""
+                await _write(
+                    conn, (data or b"") + (framed or b"") + (conn.h11.send(h11.EndOfMessage()) or b""), request, timeout
+                )
+                return
             await _write(conn, data, request, timeout)
             async for chunk in request.stream:  # type: ignore[union-attr] # an async client's stream
                 if chunk:

@@ -28,8 +28,9 @@ from homarus.protocol.compat import (
     compat_params,
 )
 from homarus.security.scopes import ADMIN, require_scope
-from homarus.sessions.entry import SessionEntry, SessionPatch
+from homarus.sessions.entry import SessionEntry
 from homarus.sessions.manager import SessionManager
+from homarus.sessions.patch import SessionPatch
 from homarus.sessions.views import preview_items, session_row, visible_messages
 from homarus.usecases.session_events import emit_session_changed
 
