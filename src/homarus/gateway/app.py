@@ -213,7 +213,11 @@ class Gateway(LazyServices, GatewayContext):
     async def _warm_up(self) -> None:
         """What the first run would otherwise do first: import the agent stack (a worker thread)
         and build the runtime (the plugins found, the tools registered: ~10 ms on the loop)."""
-        await preload(self._preload_modules())
+        try:
+            await preload(self._preload_modules())
+        except Exception:  # a module that cannot be imported: the first run reports it
+            log.debug("the warm-up's imports failed", exc_info=True)
+            return
         if not self.shutting_down:
             try:
                 _ = self.runtime
