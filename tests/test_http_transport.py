@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 import ssl
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import httpx
 import pytest
 
+from homarus import http_pool
+from homarus.http_pool import Pool, open_stream
 from homarus.http_transport import AsyncioTransport, transport_for
 from homarus.tls import context_for
 
@@ -85,7 +88,7 @@ async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
 
 
 def client(**kwargs: float) -> httpx.AsyncClient:
-    transport = AsyncioTransport(verify=context_for("http://"), **kwargs)  # type: ignore[arg-type]
+    transport = AsyncioTransport(Pool(verify=context_for("http://"), **kwargs))  # type: ignore[arg-type]
     return httpx.AsyncClient(transport=transport, timeout=5)
 
 
@@ -287,11 +290,11 @@ async def test_tls_is_verified_with_the_given_context(tls_files: tuple[Path, Pat
     server_ctx.load_cert_chain(cert, key)
     trusting = ssl.create_default_context(cafile=str(cert))
     async with Server(keep_alive, tls=server_ctx) as server:
-        async with httpx.AsyncClient(transport=AsyncioTransport(verify=trusting)) as http:
+        async with httpx.AsyncClient(transport=AsyncioTransport(Pool(verify=trusting))) as http:
             assert (await http.post(server.url, content=b"s")).content == b"echo:s"
             assert (await http.post(server.url, content=b"t")).content == b"echo:t"
         assert server.connections == 1
-        async with httpx.AsyncClient(transport=AsyncioTransport(verify=context_for("http://"))) as http:
+        async with httpx.AsyncClient(transport=AsyncioTransport(Pool(verify=context_for("http://")))) as http:
             with pytest.raises(httpx.ConnectError):  # trusts no CA: fails closed
                 await http.get(server.url)
 
@@ -306,26 +309,50 @@ def test_a_proxy_in_the_environment_leaves_the_requests_to_httpx(monkeypatch: py
     assert transport_for(ctx) is None
 
 
-async def test_stream_sends_the_client_headers_and_decodes_the_body() -> None:
-    import gzip
-
-    from homarus.http_transport import stream
-
-    async def gzipped(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: Server) -> None:
+async def test_open_stream_sends_the_default_headers_and_reuses_the_connection() -> None:
+    async def streamed(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, server: Server) -> None:
         while await server.read_request(reader) is not None:
-            body = gzip.compress(b"data: {}\n\n" * 3)
-            writer.write(ok(body, b"content-encoding: gzip", b"content-type: text/event-stream"))
+            writer.write(ok(b"data: {}\n\n" * 3, b"content-type: text/event-stream", b"x-two: a", b"X-Two: b"))
             await writer.drain()
 
-    transport = AsyncioTransport(verify=context_for("http://"))
-    async with Server(gzipped) as server:
+    pool = Pool(verify=context_for("http://"))
+    async with Server(streamed) as server:
         headers = {"Content-Type": "application/json", "authorization": "Bearer k"}
         for _ in range(2):
-            async with stream(transport, "POST", server.url + "/v1", content=b"{}", headers=headers, timeout=5) as r:
-                assert r.status_code == 200 and r.request.url.path == "/v1"
-                assert b"".join([c async for c in r.aiter_bytes()]) == b"data: {}\n\n" * 3
+            async with open_stream(
+                pool, "POST", server.url + "/v1?x=1", content=b"{}", headers=headers, timeout=5
+            ) as r:
+                assert r.status_code == 200 and r.headers["content-type"] == "text/event-stream"
+                assert r.headers["x-two"] == "a, b"
+                assert b"".join([c async for c in r.aiter_raw()]) == b"data: {}\n\n" * 3
         head = server.requests[0].split(b"\r\n\r\n")[0].lower()
-        for line in (b"accept-encoding: gzip, deflate", b"user-agent: homarus", b"authorization: bearer k"):
+        assert head.startswith(b"post /v1?x=1 http/1.1\r\n")
+        for line in (b"accept-encoding: identity", b"user-agent: homarus", b"authorization: bearer k"):
             assert line in head
+        assert b"host: 127.0.0.1:%d" % server.port in head and b"content-length: 2" in head
         assert server.connections == 1  # each stream closed its response: the connection was kept
-    await transport.aclose()
+    await pool.aclose()
+
+
+async def test_the_pool_raises_its_own_errors() -> None:
+    pool = Pool(verify=context_for("http://"))
+    async with Server(keep_alive) as server:
+        port = server.port
+    with pytest.raises(http_pool.ConnectError):  # the server is gone: nothing listens there
+        async with open_stream(pool, "POST", f"http://127.0.0.1:{port}/", content=b"", headers={}, timeout=2):
+            pass
+    with pytest.raises(http_pool.UnsupportedProtocol):
+        async with open_stream(pool, "POST", "ftp://127.0.0.1/", content=b"", headers={}, timeout=2):
+            pass
+    assert issubclass(http_pool.ReadTimeout, http_pool.TimeoutException)
+    await pool.aclose()
+
+
+def test_the_pool_and_a_provider_need_no_httpx() -> None:
+    script = (
+        "import sys\n"
+        "import homarus.http_pool, homarus.providers.openai_completions, homarus.providers.anthropic_messages\n"
+        "print('httpx' in sys.modules, 'h11' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.split() == ["False", "True"]

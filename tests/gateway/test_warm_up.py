@@ -1,4 +1,5 @@
-"""The warm-up after a start: once it is done, the first run imports nothing more.
+"""The warm-up after a start: once it is done, the first run imports nothing more (and a gateway
+whose model is reached over HTTP never loads httpx).
 
 A fresh interpreter (this process has imported everything long ago) serves a gateway with an
 ``openai-completions`` provider on a loopback fake model, waits for the warm-up, then runs one
@@ -42,6 +43,7 @@ async def turn(server):
     print(json.dumps({
         "runtime_built": gateway.built("runtime"),
         "imported_by_the_turn": sorted(m for m in set(sys.modules) - before if m.startswith("homarus")),
+        "httpx": "httpx" in sys.modules,
     }))
     server.should_exit = True
 
@@ -80,3 +82,4 @@ def test_after_the_warm_up_the_first_turn_imports_nothing(tmp_path: Path) -> Non
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["runtime_built"] is True
     assert report["imported_by_the_turn"] == []
+    assert report["httpx"] is False  # the providers' requests go through homarus.http_pool

@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 
 __all__ = ["adapter_modules", "configured_registry", "default_factories"]
 
-#: the modules each wire API's adapter runs on (its own, the event-stream reader, the HTTP transport)
+#: the modules each wire API's adapter runs on (its own, the event-stream reader, the connection pool)
 _ADAPTER_MODULES = {
-    "openai-completions": ("homarus.providers.openai_completions", "homarus.providers.sse", "homarus.http_transport"),
-    "anthropic-messages": ("homarus.providers.anthropic_messages", "homarus.providers.sse", "homarus.http_transport"),
+    "openai-completions": ("homarus.providers.openai_completions", "homarus.providers.sse", "homarus.http_pool"),
+    "anthropic-messages": ("homarus.providers.anthropic_messages", "homarus.providers.sse", "homarus.http_pool"),
 }
 
 

@@ -4,9 +4,11 @@
 anywhere (mid-line, mid-CRLF, mid-UTF-8 sequence); ``data:`` lines accumulate joined by ``\\n``;
 comments (``:``) and ``id``/``retry`` are ignored; an event is dispatched on a blank line.
 
-:class:`HttpStream` runs one ``httpx`` request in a helper task that feeds a bounded queue. The caller
-only ever waits on that queue, so each wait can be raced against ``abort`` and the overall deadline
-without cancelling httpx from a foreign task; cancelling the helper task closes the response.
+:class:`HttpStream` runs one request (through the adapter's ``http_pool.Pool``, or an httpx client
+when one was given or a proxy is configured) in a helper task that feeds a bounded queue. The
+caller only ever waits on that queue, so each wait can be raced against ``abort`` and the overall
+deadline without cancelling the request from a foreign task; cancelling the helper task closes the
+response.
 
 :class:`HttpAdapter` drives a wire-specific :class:`WireDecoder` over that stream and turns every
 failure (HTTP status, transport, timeout, abort, garbage) into the one final ``StreamError``.
@@ -17,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import logging
+import sys
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
@@ -29,6 +32,8 @@ from homarus.providers.classify import http_error_text, parse_retry_after, scrub
 
 if TYPE_CHECKING:
     import httpx
+
+    from homarus.http_pool import Pool
 
 __all__ = [
     "Aborted",
@@ -45,6 +50,7 @@ __all__ = [
     "clip",
     "describe_transport_error",
     "fail",
+    "is_transport_error",
 ]
 
 log = logging.getLogger("homarus.providers")
@@ -158,12 +164,12 @@ class HttpStream:
     """One streamed request. ``open`` → :class:`HttpHead`; then ``chunks``/``events``/``read``; ``aclose``.
 
     Every wait raises :class:`Aborted` once ``abort`` is set and :class:`DeadlineExceeded` after
-    ``timeout_s``; transport failures surface as the original ``httpx`` exceptions.
+    ``timeout_s``; transport failures surface as the pool's (or the httpx client's) own exceptions.
     """
 
     def __init__(
         self,
-        client: httpx.AsyncClient | httpx.AsyncBaseTransport,
+        client: httpx.AsyncClient | Pool,
         url: str,
         *,
         content: bytes,
@@ -181,25 +187,25 @@ class HttpStream:
 
     async def _pump(
         self,
-        client: httpx.AsyncClient | httpx.AsyncBaseTransport,
+        client: httpx.AsyncClient | Pool,
         url: str,
         content: bytes,
         headers: Mapping[str, str],
         t: float,
     ) -> None:
-        import httpx
+        from homarus.http_pool import Pool, open_stream
 
         try:
-            if isinstance(client, httpx.AsyncBaseTransport):
-                from homarus.http_transport import stream
-
-                opened = stream(client, "POST", url, content=content, headers=headers, timeout=t)
+            if isinstance(client, Pool):
+                async with open_stream(client, "POST", url, content=content, headers=headers, timeout=t) as raw:
+                    await self._queue.put(HttpHead(raw.status_code, raw.headers))
+                    async for chunk in raw.aiter_raw():
+                        await self._queue.put(chunk)
             else:
-                opened = client.stream("POST", url, content=content, headers=headers, timeout=t)
-            async with opened as response:
-                await self._queue.put(HttpHead(response.status_code, response.headers))
-                async for chunk in response.aiter_bytes():
-                    await self._queue.put(chunk)
+                async with client.stream("POST", url, content=content, headers=headers, timeout=t) as response:
+                    await self._queue.put(HttpHead(response.status_code, response.headers))
+                    async for chunk in response.aiter_bytes():
+                        await self._queue.put(chunk)
             await self._queue.put(_END)
         except Exception as exc:  # handed to the reader, which maps it to a StreamError
             await self._queue.put(exc)
@@ -277,18 +283,27 @@ class HttpStream:
 
 def describe_transport_error(exc: BaseException) -> str:
     """A short, key-free text for a failed connection, worded so the retry regex recognises it."""
-    import httpx
+    from homarus import http_pool
 
+    httpx = sys.modules.get("httpx")  # its errors exist only when a client of its own was used
     detail = str(exc).strip() or type(exc).__name__
-    if isinstance(exc, httpx.TimeoutException):
+    if isinstance(exc, http_pool.TimeoutException) or (httpx and isinstance(exc, httpx.TimeoutException)):
         return f"request timed out ({type(exc).__name__})"
-    if isinstance(exc, httpx.ConnectError):
+    if isinstance(exc, http_pool.ConnectError) or (httpx and isinstance(exc, httpx.ConnectError)):
         return f"connection error: {detail}"
-    if isinstance(exc, httpx.RemoteProtocolError):
+    if isinstance(exc, http_pool.RemoteProtocolError) or (httpx and isinstance(exc, httpx.RemoteProtocolError)):
         return f"connection closed mid-response (other side closed): {detail}"
-    if isinstance(exc, httpx.DecodingError):
+    if httpx and isinstance(exc, httpx.DecodingError):
         return f"undecodable response body: {detail}"
     return f"connection error: {type(exc).__name__}: {detail}"
+
+
+def is_transport_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a failed exchange (the pool's, or httpx's when a client of its was used)."""
+    from homarus import http_pool
+
+    httpx = sys.modules.get("httpx")
+    return isinstance(exc, http_pool.HttpError) or bool(httpx and isinstance(exc, httpx.HTTPError))
 
 
 # -- building the final message ----------------------------------------------------------------------
@@ -360,35 +375,35 @@ class HttpAdapter:
         self.config = config
         self._client = client
         self._owns_client = client is None
-        self._transport: httpx.AsyncBaseTransport | None = None
+        self._pool: Pool | None = None
 
-    def _http(self) -> httpx.AsyncClient | httpx.AsyncBaseTransport:
-        """What requests go through: the client given, else this adapter's own transport (a client
-        with httpx's transport when a proxy is configured: ``http_transport.transport_for``)."""
-        if self._client is None and self._transport is None:
-            import httpx
-
-            from homarus.http_transport import transport_for
+    def _http(self) -> httpx.AsyncClient | Pool:
+        """What requests go through: the client given, else this adapter's own connection pool (a
+        client with httpx's transport when a proxy is configured: ``http_pool.pool_for``)."""
+        if self._client is None and self._pool is None:
+            from homarus.http_pool import pool_for
             from homarus.tls import context_for
 
             verify = context_for(self.config.base_url or "https://")
-            self._transport = transport_for(verify)
-            if self._transport is None:
+            self._pool = pool_for(verify)
+            if self._pool is None:
+                import httpx
+
                 timeout = httpx.Timeout(float(self.config.timeout_seconds))
                 self._client = httpx.AsyncClient(timeout=timeout, verify=verify)
         if self._client is not None:
             return self._client
-        assert self._transport is not None
-        return self._transport
+        assert self._pool is not None
+        return self._pool
 
     async def aclose(self) -> None:
         """Close the client this adapter opened itself (a shared one belongs to its creator)."""
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None
-        if self._transport is not None:
-            await self._transport.aclose()
-            self._transport = None
+        if self._pool is not None:
+            await self._pool.aclose()
+            self._pool = None
 
     def _headers(self, model: ModelInfo, base: dict[str, str]) -> dict[str, str]:
         headers = {"content-type": "application/json", **base}
@@ -405,8 +420,6 @@ class HttpAdapter:
         options: StreamOptions,
         decoder: WireDecoder,
     ) -> AsyncGenerator[StreamEvent, None]:
-        import httpx
-
         msg, key = decoder.msg, options.api_key
         try:
             # compact UTF-8: a request is sent on every turn, and spaces and \u escapes are paid per turn
@@ -441,9 +454,10 @@ class HttpAdapter:
             yield fail(msg, f"request timed out after {timeout:g}s", key)
         except RemoteError as exc:
             yield fail(msg, exc.text, key, exc.status)
-        except httpx.HTTPError as exc:
-            yield fail(msg, describe_transport_error(exc), key)
         except Exception as exc:  # a bug or an unforeseen body shape must still end the stream cleanly
+            if is_transport_error(exc):
+                yield fail(msg, describe_transport_error(exc), key)
+                return
             log.warning("%s %s: unexpected %s", self.api, msg.model, type(exc).__name__, exc_info=True)
             yield fail(msg, f"unexpected error reading the response: {type(exc).__name__}: {exc}", key)
         finally:
