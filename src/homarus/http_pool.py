@@ -47,7 +47,6 @@ __all__ = [
     "WriteTimeout",
     "open_stream",
     "pool_for",
-    "proxy_configured",
 ]
 
 _READ_SIZE = 64 * 1024
@@ -104,14 +103,14 @@ class UnsupportedProtocol(HttpError):
     pass
 
 
-def proxy_configured() -> bool:
+def _proxy_configured() -> bool:
     """Whether the environment names a proxy (this pool does not speak to proxies: httpx does)."""
     return any(k.lower() in _PROXY_VARS and v for k, v in os.environ.items())
 
 
 def pool_for(verify: ssl.SSLContext, *, max_connections: int = 100, max_keepalive: int = 10) -> Pool | None:
     """A pool verifying with ``verify``; None when a proxy is configured in the environment."""
-    if proxy_configured():
+    if _proxy_configured():
         return None
     return Pool(verify=verify, max_connections=max_connections, max_keepalive=max_keepalive)
 

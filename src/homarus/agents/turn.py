@@ -137,9 +137,7 @@ class Turn:
             while step is not Step.DONE:
                 step = await self.steps[step]()
         finally:
-            transcript: Transcript | None = self.__dict__.get("transcript")
-            if transcript is not None and transcript.unsynced:  # a run that failed after its message
-                await run_on_lane(transcript.sync)
+            await self._sync_transcript()  # a run that failed after its message
         assert self.outcome is not None  # END always sets it
         return self.outcome
 
@@ -428,8 +426,7 @@ class Turn:
                 outcome.text = content
             sent = ev.MessageSentEvent(to, outcome.text, content is not None, session_key=ctx.session_key, context=ctx)
             hooks.fire("message_sent", sent)
-        # what was said is durable before the run is reported done (a no-op after a synced reply)
-        await run_on_lane(self.transcript.sync)
+        await self._sync_transcript()  # what was said is durable before the run is reported done
         # the run's status and token counts: lost at a power cut at worst (the transcript, synced,
         # holds what was said), so not synced before the answer goes out
         await self.rt.sessions.aupdate_entry(req.session_key, entry_changes(outcome, ending.final), synced=False)
@@ -475,6 +472,13 @@ class Turn:
         return Step.DONE
 
     # -- the transcript -----------------------------------------------------------------------------
+    async def _sync_transcript(self) -> None:
+        """Make the run's unsynced message durable; nothing (no trip to a worker) after a synced
+        append, the usual case once a reply was written."""
+        transcript: Transcript | None = self.__dict__.get("transcript")
+        if transcript is not None and transcript.unsynced:
+            await run_on_lane(transcript.sync)
+
     async def _write(
         self,
         messages: list[Message],

@@ -193,19 +193,20 @@ class HttpStream:
         headers: Mapping[str, str],
         t: float,
     ) -> None:
-        from homarus.http_pool import Pool, open_stream
+        from homarus.http_pool import Pool, RawResponse, open_stream
 
         try:
-            if isinstance(client, Pool):
-                async with open_stream(client, "POST", url, content=content, headers=headers, timeout=t) as raw:
-                    await self._queue.put(HttpHead(raw.status_code, raw.headers))
-                    async for chunk in raw.aiter_raw():
-                        await self._queue.put(chunk)
-            else:
-                async with client.stream("POST", url, content=content, headers=headers, timeout=t) as response:
-                    await self._queue.put(HttpHead(response.status_code, response.headers))
-                    async for chunk in response.aiter_bytes():
-                        await self._queue.put(chunk)
+            opened = (
+                open_stream(client, "POST", url, content=content, headers=headers, timeout=t)
+                if isinstance(client, Pool)
+                else client.stream("POST", url, content=content, headers=headers, timeout=t)
+            )
+            async with opened as response:
+                await self._queue.put(HttpHead(response.status_code, response.headers))
+                # the pool asks for the body as sent (identity): its raw bytes are the body
+                chunks = response.aiter_raw() if isinstance(response, RawResponse) else response.aiter_bytes()
+                async for chunk in chunks:
+                    await self._queue.put(chunk)
             await self._queue.put(_END)
         except Exception as exc:  # handed to the reader, which maps it to a StreamError
             await self._queue.put(exc)
@@ -281,29 +282,33 @@ class HttpStream:
             await asyncio.wait(pending)
 
 
-def describe_transport_error(exc: BaseException) -> str:
-    """A short, key-free text for a failed connection, worded so the retry regex recognises it."""
+def _errors(name: str) -> tuple[type[BaseException], ...]:
+    """The error class ``name`` of ``http_pool``, and httpx's of that name once httpx is loaded
+    (its errors exist only when a client of its own was used; the pool's carry httpx's names)."""
     from homarus import http_pool
 
-    httpx = sys.modules.get("httpx")  # its errors exist only when a client of its own was used
+    httpx = sys.modules.get("httpx")
+    own: tuple[type[BaseException], ...] = (getattr(http_pool, name),) if hasattr(http_pool, name) else ()
+    return own + ((getattr(httpx, name),) if httpx is not None and hasattr(httpx, name) else ())
+
+
+def describe_transport_error(exc: BaseException) -> str:
+    """A short, key-free text for a failed connection, worded so the retry regex recognises it."""
     detail = str(exc).strip() or type(exc).__name__
-    if isinstance(exc, http_pool.TimeoutException) or (httpx and isinstance(exc, httpx.TimeoutException)):
+    if isinstance(exc, _errors("TimeoutException")):
         return f"request timed out ({type(exc).__name__})"
-    if isinstance(exc, http_pool.ConnectError) or (httpx and isinstance(exc, httpx.ConnectError)):
+    if isinstance(exc, _errors("ConnectError")):
         return f"connection error: {detail}"
-    if isinstance(exc, http_pool.RemoteProtocolError) or (httpx and isinstance(exc, httpx.RemoteProtocolError)):
+    if isinstance(exc, _errors("RemoteProtocolError")):
         return f"connection closed mid-response (other side closed): {detail}"
-    if httpx and isinstance(exc, httpx.DecodingError):
+    if isinstance(exc, _errors("DecodingError")):
         return f"undecodable response body: {detail}"
     return f"connection error: {type(exc).__name__}: {detail}"
 
 
 def is_transport_error(exc: BaseException) -> bool:
     """Whether ``exc`` is a failed exchange (the pool's, or httpx's when a client of its was used)."""
-    from homarus import http_pool
-
-    httpx = sys.modules.get("httpx")
-    return isinstance(exc, http_pool.HttpError) or bool(httpx and isinstance(exc, httpx.HTTPError))
+    return isinstance(exc, (*_errors("HttpError"), *_errors("HTTPError")))
 
 
 # -- building the final message ----------------------------------------------------------------------
