@@ -52,6 +52,8 @@ class GroupCommitter:
         self._db = db
         self._name = name
         self._max_batch = max_batch
+        #: the connection's own level, for synced batches (read once: nothing else sets it)
+        self._level = int(db.execute("PRAGMA synchronous").fetchone()[0])
         self._queue: queue.SimpleQueue[Item] = queue.SimpleQueue()
         self._state_lock = threading.Lock()
         self._scheduled = False  # a drain is queued on the lane and has not started
@@ -129,12 +131,11 @@ class GroupCommitter:
         if any(synced for _, _, synced in batch):
             self._commit_batch(batch, synced=True)
             return
-        level = int(self._db.execute("PRAGMA synchronous").fetchone()[0])
         self._db.execute("PRAGMA synchronous=NORMAL")
         try:
             self._commit_batch(batch, synced=False)
         finally:
-            self._db.execute(f"PRAGMA synchronous={level}")
+            self._db.execute(f"PRAGMA synchronous={self._level}")
 
     def _commit_batch(self, batch: list[Item], *, synced: bool) -> None:
         db = self._db

@@ -316,6 +316,10 @@ class Context:
     system_prompt: str
     messages: list[Message]
     tools: list[ToolSpec] = field(default_factory=list)
+    #: where a provider may keep what it derived from these messages for the next request of the
+    #: same conversation (its wire form per message: a turn converts only its new messages); the
+    #: caller owns the dict and its lifetime (a session's cached transcript view); None: nothing kept
+    cache: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -479,3 +479,51 @@ async def test_fake_server_models_unknown_routes_and_recording(llm: FakeLLM) -> 
         ("POST", "/v1/chat/completions"),
     ]
     assert llm.requests[1].json == {"input": "x"} and llm.pending == 0
+
+
+def _conversation(turns: int) -> list[Any]:
+    out: list[Any] = []
+    for i in range(turns):
+        out.append(UserMessage(f"question {i}"))
+        if i % 3 == 1:  # a tool call, its result (with an image every other time), then the answer
+            out.append(AssistantMessage([ToolCall(f"c{i}", "look", {"n": i})], stop_reason="toolUse"))
+            blocks: list[Any] = [TextContent(f"result {i}")]
+            if i % 2:
+                blocks.append(ImageContent("aGk=", "image/png"))
+            out.append(ToolResultMessage(f"c{i}", "look", blocks))
+        out.append(AssistantMessage([TextContent(f"answer {i}")]))
+    return out
+
+
+def test_a_conversation_converts_only_what_its_last_request_did_not_have(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a cache, each request converts its new messages only (those re-read from the transcript
+    are new objects too), and its body is byte for byte the one built without the cache."""
+    import copy
+
+    from homarus.providers import openai_completions as oc
+
+    converted: list[Any] = []
+    wire = oc._wire
+
+    def counted(m: Any) -> Any:
+        converted.append(m)
+        return wire(m)
+
+    monkeypatch.setattr(oc, "_wire", counted)
+    history = _conversation(12)
+    cache: dict[str, Any] = {}
+    model = ModelInfo(id="m", provider="p", api="openai-completions")
+    for turn in range(len(history) - 4):
+        # the previous request's tail comes back re-read (new objects); one new message each time
+        messages = [*history[:turn], *copy.deepcopy(history[turn : turn + 4])]
+        converted.clear()
+        body = oc.build_body(model, Context("system", messages, [], cache), StreamOptions())
+        fresh = len(converted)
+        assert body == oc.build_body(model, Context("system", messages, []), StreamOptions())
+        # the shared history is taken as it was: the re-read message and the 4 after it, two more
+        # when the cut falls right after a tool result whose image is placed after it
+        assert fresh <= 7 if turn else fresh == len(messages)
+    # a history replaced from the start (a compaction) is converted whole
+    converted.clear()
+    oc.build_body(model, Context("system", copy.deepcopy(history), [], cache), StreamOptions())
+    assert len(converted) == len(history)

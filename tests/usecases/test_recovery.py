@@ -3,26 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from homarus.config.store import ConfigStore
-from homarus.gateway.app import Gateway, GatewayOptions
+from homarus.gateway.app import Gateway
 from homarus.messages import AssistantMessage, ToolCall, UserMessage
 from homarus.usecases.recovery import RULES, recover_runs
-from tests.conftest import make_paths
-
-
-@pytest.fixture
-def gw(tmp_path: Path) -> Iterator[Gateway]:
-    paths = make_paths(tmp_path)
-    gateway = Gateway(paths, ConfigStore.open(paths, env={}), GatewayOptions())
-    yield gateway
-    if gateway.built("journal"):
-        gateway.journal.close()
 
 
 def accept(gw: Gateway, run_id: str, kind: str, session: str = "agent:main:s", **request: Any) -> None:

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from homarus.agents import compaction
-from homarus.agents.history import previous_summary
+from homarus.agents.history import EntryIds, previous_summary
 from homarus.agents.hook_bridge import RuntimeHooks
 from homarus.agents.runs import ActiveRun
 from homarus.agents.stream import EventTranslator
@@ -30,7 +30,7 @@ class RunCompactor:
         active: ActiveRun,
         translator: EventTranslator,
         hooks: RuntimeHooks,
-        entry_ids: dict[int, str],
+        entry_ids: EntryIds,
         keep_recent_tokens: int,
     ) -> None:
         self.sessions = sessions
@@ -59,7 +59,7 @@ class RunCompactor:
             )
             if result is None:
                 return None
-            first_kept = self.entry_ids.get(id(history[result.first_kept_index]))
+            first_kept = self.entry_ids.get(history[result.first_kept_index])
             if not first_kept:
                 return None  # the cut would keep a message we never stored: cannot describe it
             await asyncio.to_thread(

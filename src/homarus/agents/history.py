@@ -10,7 +10,7 @@ from homarus.agents.resume import aborted_results
 from homarus.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, message_from_json
 from homarus.sessions.transcript import Transcript
 
-__all__ = ["answer_open_calls", "load_history", "persist_messages", "previous_summary"]
+__all__ = ["EntryIds", "answer_open_calls", "load_history", "persist_messages", "previous_summary"]
 
 #: where :func:`load_history` keeps its state in ``Transcript.derived`` (entry ids are never this)
 _STATE_KEY = "#history"
@@ -50,6 +50,27 @@ class _History:
         """Copies (the caller may extend them), the calls open at the end answered."""
         tail = aborted_results(self.open_calls)
         return [*self.messages, *tail], [*self.ids, *("" for _ in tail)]
+
+
+class EntryIds:
+    """The transcript entry each message of a run is stored as (a compaction names the first one it
+    keeps): the loaded history's are looked up when asked, not mapped on every turn."""
+
+    __slots__ = ("_added", "_history", "_ids")
+
+    def __init__(self, history: list[Message], ids: list[str]) -> None:
+        self._history, self._ids = history, ids
+        self._added: dict[int, str] = {}  # by id(): the run holds each of these messages until it ends
+
+    def __setitem__(self, message: Message, entry_id: str) -> None:
+        self._added[id(message)] = entry_id
+
+    def get(self, message: Message) -> str:
+        """Its entry id; "" when it was never stored (a synthetic result, a message a hook withheld)."""
+        found = self._added.get(id(message))
+        if found is not None:
+            return found
+        return next((i for m, i in zip(self._history, self._ids, strict=False) if m is message), "")
 
 
 def load_history(transcript: Transcript) -> tuple[list[Message], list[str]]:

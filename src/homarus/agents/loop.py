@@ -21,7 +21,7 @@ import itertools
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from homarus.agents.events import (
     AgentEnd,
@@ -133,6 +133,8 @@ class LoopSettings:
     #: awaited with the messages a turn adds (steered or follow-up messages) before its model call:
     #: the runtime writes them down first, so a crash while the model thinks loses none of them
     before_model: Callable[[list[Message]], Awaitable[None]] | None = None
+    #: the session's ``Context.cache`` (kept with its cached transcript view)
+    wire_cache: dict[str, Any] | None = None
 
 
 @dataclass
@@ -283,7 +285,7 @@ async def _stream(
     resolved: ResolvedModel, history: list[Message], s: LoopSettings
 ) -> tuple[AssistantMessage, int | None, float | None]:
     info = resolved.info
-    context = Context(s.system_prompt, repair_for_replay(history), _specs(s))
+    context = Context(s.system_prompt, repair_for_replay(history), _specs(s), s.wire_cache)
     options = StreamOptions(
         api_key=resolved.api_key,
         max_tokens=s.max_tokens or info.max_tokens,

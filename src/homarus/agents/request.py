@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from homarus.messages import ImageContent, TextContent
 from homarus.sessions.keys import SessionKey, parse_session_key
+
+if TYPE_CHECKING:
+    from homarus.agents.runs import RunOutcome
 
 __all__ = ["QueueMode", "RunRequest", "request_content"]
 
@@ -43,6 +47,10 @@ class RunRequest:
     #: fields the session entry takes when the run starts (a chat's delivery context), written with
     #: the run's own "running" update rather than as a separate rewrite of the session store
     session_fields: dict[str, Any] | None = None
+    #: called with the outcome as the run ends, on the event loop, just before the run's last
+    #: write (its session entry): what the caller queues for its own writers here rides in the
+    #: same trip to the file-work lane (the run journal's end record); never in ``to_json``
+    on_end: Callable[[RunOutcome], None] | None = field(default=None, compare=False, repr=False)
 
     @property
     def trust(self) -> str:

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from homarus.agents import compaction, setup, workspace
 from homarus.agents.compactor import RunCompactor
-from homarus.agents.history import load_history
+from homarus.agents.history import EntryIds, load_history
 from homarus.agents.hook_bridge import RunPhases, RuntimeHooks
 from homarus.agents.loop import LoopResult, LoopSettings, run_agent_loop
 from homarus.agents.memory_flush import MEMORY_FLUSH_TRIGGER, claim_memory_flush, flush_prompt
@@ -220,7 +220,7 @@ class Turn:
         override = await self.phases.resolve_model(req.message)
         self.override = override
         self.transcript: Transcript = rt.sessions.transcript_for(self.ref)
-        self.entry_ids: dict[int, str] = {id(m): i for m, i in zip(self.history, self.ids, strict=True) if i}
+        self.entry_ids = EntryIds(self.history, self.ids)
         prepare = rt.wiring.tool_prepare  # starts lazy tool servers (MCP) for this agent
         hidden: set[str] = await prepare(key.agent_id) if prepare is not None else set()
         tools = {t.name: t for t in rt.tools.tools() if t.name not in hidden}
@@ -314,7 +314,7 @@ class Turn:
         # run resumed after the restart writes the message again when the transcript lacks it
         written = (await self._write([user], joined=req.joined, synced=False))[0]
         if written is not None:
-            self.entry_ids[id(user)] = written["id"]
+            self.entry_ids[user] = written["id"]
         claimed = await self.phases.claim_reply(req.message)
         if claimed is not None:
             reply = AssistantMessage(
@@ -328,7 +328,7 @@ class Turn:
         if changes.prepend or changes.append:  # what the model sees; the transcript keeps the user's words
             text = "\n\n".join(x for x in (changes.prepend, req.message, changes.append) if x)
             model_user = UserMessage([TextContent(text), *req.images] if req.images else text)
-            self.entry_ids[id(model_user)] = self.entry_ids.get(id(user), "")
+            self.entry_ids[model_user] = self.entry_ids.get(user)
         self.prompts = [model_user]
         return Step.LOOP
 
@@ -381,6 +381,7 @@ class Turn:
             defer_tools=self.cfg.tools.deferred_schemas,
             before_tools=lambda message: write_ahead([message]),
             before_model=lambda messages: write_ahead(messages),
+            wire_cache=self.transcript.derived,
         )
         persisted = {id(m) for m in self.prompts}
 
@@ -391,7 +392,7 @@ class Turn:
                 for m, row in zip(fresh, rows, strict=True):
                     persisted.add(id(m))
                     if row is not None:
-                        self.entry_ids[id(m)] = row["id"]
+                        self.entry_ids[m] = row["id"]
 
         async def write_ahead(messages: list[Message]) -> None:
             await translator.drain()  # earlier turns first: the file keeps the order they happened in
@@ -427,6 +428,8 @@ class Turn:
             sent = ev.MessageSentEvent(to, outcome.text, content is not None, session_key=ctx.session_key, context=ctx)
             hooks.fire("message_sent", sent)
         await self._sync_transcript()  # what was said is durable before the run is reported done
+        if req.on_end is not None:
+            req.on_end(outcome)
         # the run's status and token counts: lost at a power cut at worst (the transcript, synced,
         # holds what was said), so not synced before the answer goes out
         await self.rt.sessions.aupdate_entry(req.session_key, entry_changes(outcome, ending.final), synced=False)

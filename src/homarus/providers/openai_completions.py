@@ -19,6 +19,7 @@ from homarus.messages import (
     AssistantMessage,
     Context,
     Done,
+    Message,
     ModelInfo,
     StopReason,
     StreamEvent,
@@ -63,46 +64,86 @@ _EFFORT = {"minimal": "minimal", "low": "low", "medium": "medium", "high": "high
 
 
 # -- request -----------------------------------------------------------------------------------------
+#: where :func:`convert_messages` keeps each message's wire form in ``Context.cache``
+_WIRE_KEY = "#openai-completions"
+
+
 def convert_messages(context: Context) -> list[dict[str, Any]]:
+    return _convert(context)[0]
+
+
+def _convert(context: Context) -> tuple[list[dict[str, Any]], bool]:
+    """The wire messages, and whether any assistant message holds tool calls.
+
+    With ``context.cache``, the messages this request shares with the previous one of the
+    conversation (the same objects, from the start: its history) are not converted again: their
+    wire dicts are taken as they were (shared, never changed after); only the rest is converted."""
+    msgs, cache = context.messages, context.cache
     out: list[dict[str, Any]] = []
-    if context.system_prompt:
-        out.append({"role": "system", "content": context.system_prompt})
+    #: per message, len(out) once it is converted (-1: tool-result images still to place)
+    ends: list[int] = []
+    calls: list[bool] = []  # per message, whether any message up to it holds tool calls
+    done = 0
+    kept = cache.get(_WIRE_KEY) if cache is not None else None
+    if kept is not None:
+        before, wire, before_ends, before_calls = kept
+        same = next(
+            (i for i, (a, b) in enumerate(zip(before, msgs, strict=False)) if a is not b), min(len(before), len(msgs))
+        )
+        while same and before_ends[same - 1] < 0:
+            same -= 1
+        if same:
+            done = same
+            out, ends, calls = wire[: before_ends[same - 1]], before_ends[:same], before_calls[:same]
+    has_calls = bool(calls) and calls[-1]
     pending_images: list[dict[str, Any]] = []  # tool-result images ride in a user message after the results
-    for m in context.messages:
+    for m in msgs[done:] if done else msgs:
         if not isinstance(m, ToolResultMessage) and pending_images:
             out.append({"role": "user", "content": [{"type": "text", "text": "Images from tool results:"}]})
             out[-1]["content"].extend(pending_images)
             pending_images = []
-        if isinstance(m, UserMessage):
-            if isinstance(m.content, str) or all(isinstance(b, TextContent) for b in m.content):
-                out.append({"role": "user", "content": m.text})
-            else:
-                out.append({"role": "user", "content": [_part(b) for b in m.content]})
-        elif isinstance(m, ToolResultMessage):
-            images = [_part(b) for b in m.content if not isinstance(b, TextContent)]
-            pending_images.extend(images)
-            text = m.text or ("(see the attached image)" if images else "(no output)")
-            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": text})
-        else:
-            # thinking is not replayed: most compatible servers reject reasoning fields in requests
-            entry: dict[str, Any] = {"role": "assistant", "content": m.text or None}
-            calls = m.tool_calls
-            if calls:
-                entry["tool_calls"] = [
-                    {
-                        "id": c.id,
-                        "type": "function",
-                        "function": {"name": c.name, "arguments": json.dumps(c.arguments, default=str)},
-                    }
-                    for c in calls
-                ]
-            if entry["content"] is not None or calls:
-                out.append(entry)
+        if isinstance(m, AssistantMessage):
+            has_calls = has_calls or any(isinstance(b, ToolCall) for b in m.content)
+        entry, images = _wire(m)
+        pending_images.extend(images)
+        if entry is not None:
+            out.append(entry)
+        ends.append(-1 if pending_images else len(out))
+        calls.append(has_calls)
     if pending_images:
         out.append(
             {"role": "user", "content": [{"type": "text", "text": "Images from tool results:"}, *pending_images]}
         )
-    return out
+    if cache is not None:
+        cache[_WIRE_KEY] = (list(msgs), out, ends, calls)
+    if context.system_prompt:
+        return [{"role": "system", "content": context.system_prompt}, *out], has_calls
+    return out, has_calls
+
+
+def _wire(m: Message) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """One message's wire dict (None: nothing to send), and the images of a tool result."""
+    if isinstance(m, UserMessage):
+        if isinstance(m.content, str) or all(isinstance(b, TextContent) for b in m.content):
+            return {"role": "user", "content": m.text}, []
+        return {"role": "user", "content": [_part(b) for b in m.content]}, []
+    if isinstance(m, ToolResultMessage):
+        images = [_part(b) for b in m.content if not isinstance(b, TextContent)]
+        text = m.text or ("(see the attached image)" if images else "(no output)")
+        return {"role": "tool", "tool_call_id": m.tool_call_id, "content": text}, images
+    # thinking is not replayed: most compatible servers reject reasoning fields in requests
+    entry: dict[str, Any] = {"role": "assistant", "content": m.text or None}
+    calls = m.tool_calls
+    if calls:
+        entry["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments, default=str)},
+            }
+            for c in calls
+        ]
+    return (entry if entry["content"] is not None or calls else None), []
 
 
 def _part(block: Any) -> dict[str, Any]:
@@ -112,9 +153,10 @@ def _part(block: Any) -> dict[str, Any]:
 
 
 def build_body(model: ModelInfo, context: Context, options: StreamOptions) -> dict[str, Any]:
+    messages, has_calls = _convert(context)
     body: dict[str, Any] = {
         "model": model.id,
-        "messages": convert_messages(context),
+        "messages": messages,
         "stream": True,
         "stream_options": {"include_usage": True},
         "max_tokens": options.max_tokens or model.max_tokens,
@@ -123,7 +165,6 @@ def build_body(model: ModelInfo, context: Context, options: StreamOptions) -> di
         body["temperature"] = options.temperature
     if options.reasoning and model.reasoning:
         body["reasoning_effort"] = _EFFORT.get(options.reasoning, "medium")
-    has_calls = any(isinstance(m, AssistantMessage) and m.tool_calls for m in context.messages)
     if context.tools or has_calls:
         # an empty list is still sent when the history holds calls: LiteLLM/Anthropic proxies need it
         body["tools"] = [

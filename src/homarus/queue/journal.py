@@ -202,6 +202,15 @@ class RunJournal:
         """:meth:`finish` from the event loop: handed to the writer directly, no worker thread."""
         await asyncio.wrap_future(self._writer.submit(self._finish_op(run_id, status, result, error)))
 
+    def finish_soon(
+        self, run_id: str, status: str, *, result: Any = None, error: Any = None, synced: bool = True
+    ) -> asyncio.Future[Any]:
+        """Queue :meth:`finish` now and return what to await (on the event loop): queued just before
+        another write for the same trip to the lane, the two cost one hand-over instead of two.
+        ``synced=False`` for a run whose answer is in its synced transcript: a power cut that loses
+        this record leaves the run ``running``, and its resume finds the answer and only records it."""
+        return asyncio.wrap_future(self._writer.submit(self._finish_op(run_id, status, result, error), synced=synced))
+
     def _finish_op(self, run_id: str, status: str, result: Any, error: Any) -> Callable[[sqlite3.Connection], Any]:
         if status not in TERMINAL:
             raise ValueError(f"not a terminal status: {status}")

@@ -78,10 +78,11 @@ class Transcript:
     @property
     def cached_bytes(self) -> int:
         """About what this handle keeps in memory, in file bytes: those its cached view was parsed
-        from (parsed, ~4x that), a quarter more once messages are derived from it (they take about
-        as much memory as the file itself: measured with tracemalloc)."""
+        from (parsed, ~4x that), and a quarter more for each reader that derived something from it
+        (the model history's messages take about as much memory as the file itself, measured with
+        tracemalloc; a provider's wire form of them somewhat less)."""
         size = self._view[1] if self._view is not None else 0
-        return size + size // 4 if self._derived else size
+        return size + size // 4 * len(self._derived)
 
     def forget_cache(self) -> None:
         """Drop the cached view and append state (the next read or append rebuilds them from the file)."""

@@ -9,6 +9,8 @@ journal, the idempotency cache and the ``agent.wait`` snapshots.
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Protocol
@@ -146,14 +148,32 @@ async def run_to_outcome(gateway: RunHost, req: RunRequest) -> RunOutcome:
 
 
 async def run_and_finish(gateway: RunHost, req: RunRequest, kind: str) -> RunOutcome:
-    """Run ``req`` through the runtime and record its end in the journal and the dedupe cache."""
-    outcome = await run_to_outcome(gateway, req)
-    await record_end(gateway, kind, req.run_id, outcome.status, final_payload(outcome), outcome)
+    """Run ``req`` through the runtime and record its end in the journal and the dedupe cache.
+
+    A run that answers has its journal end queued as it ends (``RunRequest.on_end``), beside its
+    session entry's update: one trip to the lane for both, not synced (the answer is, in the
+    transcript: see ``RunJournal.finish_soon``)."""
+    early: list[tuple[str, asyncio.Future[Any]]] = []
+
+    def journal_end(outcome: RunOutcome) -> None:
+        if outcome.status == "ok" and outcome.run_id == req.run_id:
+            payload = final_payload(outcome)
+            early.append((outcome.status, gateway.journal.finish_soon(req.run_id, "ok", result=payload, synced=False)))
+
+    outcome = await run_to_outcome(gateway, dataclasses.replace(req, on_end=journal_end))
+    await record_end(gateway, kind, req.run_id, outcome.status, final_payload(outcome), outcome, early=early)
     return outcome
 
 
 async def record_end(
-    gateway: RunHost, kind: str, run_id: str, status: str, payload: dict[str, Any], outcome: RunOutcome
+    gateway: RunHost,
+    kind: str,
+    run_id: str,
+    status: str,
+    payload: dict[str, Any],
+    outcome: RunOutcome,
+    *,
+    early: list[tuple[str, asyncio.Future[Any]]] | None = None,
 ) -> None:
     """Record the end of ``run_id``: the journal, the idempotency cache, ``agent.wait``. A run folded
     into another ends with that run's ``outcome``.
@@ -165,9 +185,13 @@ async def record_end(
         log.info("run %s was cut short by the shutdown; the next start takes it up", run_id)
         gateway.run_events.finished(run_id, status, outcome.started_at, outcome.ended_at, outcome.error)
         return
-    await gateway.journal.afinish(
-        run_id, status, result=payload, error={"message": outcome.error} if outcome.error else None
-    )
+    queued = next((future for recorded, future in early or () if recorded == status), None)
+    if queued is not None:  # queued as the run ended, with the same status and payload
+        await queued
+    else:
+        await gateway.journal.afinish(
+            run_id, status, result=payload, error={"message": outcome.error} if outcome.error else None
+        )
     ok = status != "error"
     gateway.dedupe.put(
         f"{kind}:{run_id}",

@@ -89,14 +89,18 @@ class LiveRun:
     async def start(self) -> None:
         """Journal the run and start it; the watch joins the bus first so no event is missed."""
         gw = self.gateway
-        ref = await asyncio.to_thread(gw.sessions.ensure, self.req.session_key)
+        key = self.req.session_key
+        # an existing session: nothing to create, no worker thread (as the ``agent`` method)
+        ref = gw.sessions.get_if_open(key)
+        if ref is None:
+            ref = await asyncio.to_thread(gw.sessions.ensure, key)
         gw.bus.add(self._watch)
         try:
             await start_run(gw, self.req, self.kind, self.params, admit=True)
         except BaseException:
             gw.bus.remove(self._watch.conn_id)
             raise
-        emit_session_changed(gw, self.req.session_key, "create" if ref.created else "send", runId=self.req.run_id)
+        emit_session_changed(gw, key, "create" if ref.created else "send", runId=self.req.run_id)
         self.task = gw.spawn(run_and_finish(gw, self.req, self.kind))
         self.task.add_done_callback(self._ended)
 

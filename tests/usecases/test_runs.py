@@ -1,0 +1,48 @@
+"""Running an accepted run to its end (usecases/runs.py): the journal's end record of a run that
+answered rides in its last trip to the lane, unsynced; a failed run's is synced as before. A real
+gateway object (built-in echo model) on a temp state dir, not started."""
+
+from __future__ import annotations
+
+import asyncio
+
+from homarus.agents.request import RunRequest
+from homarus.gateway.app import Gateway
+from homarus.usecases.runs import run_and_finish, start_run
+
+
+async def _run(gw: Gateway, run_id: str, model: str | None = None) -> str:
+    req = RunRequest(run_id=run_id, session_key=gw.sessions.resolve_key("agent:main:s"), message="hi", model=model)
+    await start_run(gw, req, "agent", {}, admit=True)
+    outcome = await run_and_finish(gw, req, "agent")
+    return outcome.status
+
+
+def test_an_answered_run_ends_in_the_journal_without_a_sync_of_its_own(gw: Gateway) -> None:
+    async def main() -> None:
+        await _run(gw, "r0")  # opens the stores
+        writer = gw.journal._writer
+        commits, unsynced = writer.commits, writer.unsynced_commits
+        assert await _run(gw, "r1") == "ok"
+        record = gw.journal.get("r1")
+        assert record is not None and record.status == "ok"
+        assert record.result is not None and record.result["status"] == "ok"
+        # accepted and started synced, ended unsynced: its answer is in the synced transcript
+        assert (writer.commits - commits, writer.unsynced_commits - unsynced) == (3, 1)
+        assert gw.dedupe.get("agent:r1") is not None
+
+    asyncio.run(main())
+
+
+def test_a_failed_run_ends_synced(gw: Gateway) -> None:
+    async def main() -> None:
+        await _run(gw, "r0")
+        writer = gw.journal._writer
+        unsynced = writer.unsynced_commits
+        status = await _run(gw, "r2", model="nowhere/none")
+        assert status == "error"
+        record = gw.journal.get("r2")
+        assert record is not None and record.status == "error"
+        assert writer.unsynced_commits == unsynced
+
+    asyncio.run(main())
