@@ -7,7 +7,9 @@ Dataclasses inside; ``to_json``/``from_json`` convert to the transcript's camelC
 from __future__ import annotations
 
 import asyncio
+import operator
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -37,6 +39,7 @@ __all__ = [
     "UserMessage",
     "message_from_json",
     "now_ms",
+    "shared_prefix",
 ]
 
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
@@ -320,6 +323,16 @@ class Context:
     #: same conversation (its wire form per message: a turn converts only its new messages); the
     #: caller owns the dict and its lifetime (a session's cached transcript view); None: nothing kept
     cache: dict[str, Any] | None = None
+
+
+def shared_prefix(before: Sequence[object], now: Sequence[object]) -> int:
+    """How many items ``now`` begins with that are ``before``'s own, the same objects in the same
+    order (what a request shares with the last one of its conversation: its history)."""
+    same = list(map(operator.is_, before, now))  # in C: a few microseconds for a long history
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)
 
 
 @dataclass(frozen=True, slots=True)

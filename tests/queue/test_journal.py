@@ -325,3 +325,17 @@ def test_a_read_sees_every_commit_before_it_and_never_waits_for_a_writer(journal
     writer.join(10)
     assert seen is not None and seen.status == "accepted"
     assert journal.get("r2").status == "running"  # type: ignore[union-attr]
+
+
+def test_the_record_an_accept_returns_is_the_one_stored(journal: RunJournal) -> None:
+    request = {"runId": "r1", "sessionKey": "agent:main:s", "message": "hi", "images": None}
+    items = [1, 2]
+    params: dict[str, Any] = {"message": "hi", "nested": {"a": items}}
+    record, created = journal.accept(
+        "r1", "agent", params, session_key="agent:main:s", agent_id="main", request=request
+    )
+    assert created and record == journal.get("r1")
+    items.append(3)  # the caller's objects are not the record's
+    assert record.params == {"message": "hi", "nested": {"a": [1, 2]}}
+    again, created = journal.accept("r1", "agent", {"other": 1})
+    assert not created and again == record

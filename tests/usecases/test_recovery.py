@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from homarus.gateway.app import Gateway
-from homarus.messages import AssistantMessage, ToolCall, UserMessage
+from homarus.messages import AssistantMessage, TextContent, ToolCall, UserMessage
 from homarus.usecases.recovery import RULES, recover_runs
 
 
@@ -96,6 +96,36 @@ def test_a_started_webhook_run_is_resumed_and_its_transcript_left_for_the_runtim
     assert record is not None and (record.status, record.resumes, record.state) == ("accepted", 1, "resumed")
     assert roles(gw, "agent:main:s", "h1") == ["user", "assistant"]  # the runtime closes the call on resume
     assert recovery.summary() == {"requeued": 0, "resumed": 1, "interrupted": 0}
+
+
+@pytest.mark.parametrize(("kind", "resumed"), [("agent", False), ("hook", True)])
+def test_a_run_whose_start_record_was_lost_is_taken_as_started_from_its_transcript(
+    gw: Gateway, kind: str, resumed: bool
+) -> None:
+    """The start record is not fsynced: after a power cut the journal may say "accepted" of a run
+    whose messages are in the transcript. It began, so it follows the rule of a started run."""
+    accept(gw, "p1", kind)
+    write(gw, "agent:main:s", "p1", UserMessage("message of p1"), tool_call())  # no mark_started
+    accept(gw, "p2", kind)  # accepted only, no trace anywhere: still queued
+    recovery = recover_runs(gw)
+    if resumed:
+        assert [(r.run_id, s) for r, s in recovery.to_run] == [("p1", True), ("p2", False)]
+    else:
+        assert [r.run_id for r in recovery.interrupted] == ["p1"]
+        assert [(r.run_id, s) for r, s in recovery.to_run] == [("p2", False)]
+        assert roles(gw, "agent:main:s", "p1") == ["user", "assistant", "toolResult", "assistant"]
+
+
+@pytest.mark.parametrize("kind", ["agent", "chat", "openai", "heartbeat"])
+def test_a_running_run_that_had_answered_is_resumed_for_its_bookkeeping_not_interrupted(gw: Gateway, kind: str) -> None:
+    """Its end record is not fsynced (its answer is, in the transcript): a power cut may leave it
+    running. Resumed, it only records its end; no notice goes into the session."""
+    accept(gw, "a1", kind)
+    gw.journal.mark_started("a1")
+    write(gw, "agent:main:s", "a1", UserMessage("message of a1"), AssistantMessage([TextContent("done")]))
+    recovery = recover_runs(gw)
+    assert [(r.run_id, s) for r, s in recovery.to_run] == [("a1", True)] and not recovery.interrupted
+    assert roles(gw, "agent:main:s", "a1") == ["user", "assistant"]
 
 
 def test_runs_are_submitted_in_the_order_they_were_accepted(gw: Gateway) -> None:

@@ -285,7 +285,7 @@ async def _stream(
     resolved: ResolvedModel, history: list[Message], s: LoopSettings
 ) -> tuple[AssistantMessage, int | None, float | None]:
     info = resolved.info
-    context = Context(s.system_prompt, repair_for_replay(history), _specs(s), s.wire_cache)
+    context = Context(s.system_prompt, repair_for_replay(history, s.wire_cache), _specs(s), s.wire_cache)
     options = StreamOptions(
         api_key=resolved.api_key,
         max_tokens=s.max_tokens or info.max_tokens,

@@ -8,35 +8,60 @@ never rewritten).
 
 from __future__ import annotations
 
-from homarus.messages import AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage
+from typing import Any
+
+from homarus.messages import AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage, shared_prefix
 
 __all__ = ["NO_RESULT_TEXT", "repair_for_replay"]
 
 NO_RESULT_TEXT = "No result provided"
 
 
-def repair_for_replay(messages: list[Message]) -> list[Message]:
+#: where :func:`repair_for_replay` keeps its last pass in a ``cache``
+_KEY = "#replay"
+
+
+def repair_for_replay(messages: list[Message], cache: dict[str, Any] | None = None) -> list[Message]:
     """It runs over the whole history before every model request, so the usual case (nothing to
-    repair) is kept to a type check or two per message."""
+    repair) is kept to a type check or two per message; with a ``cache`` (``Context.cache``), the
+    part the last request shared with this one (its history, the same objects) is not gone over
+    again."""
     out: list[Message] = []
+    cuts: list[int] = []  # per message, len(out) after it (-1: a call still open there)
+    done = 0
+    kept = cache.get(_KEY) if cache is not None else None
+    if kept is not None:
+        before, before_out, before_cuts = kept
+        same = shared_prefix(before, messages)
+        while same and before_cuts[same - 1] < 0:
+            same -= 1
+        if same:
+            done, out, cuts = same, before_out[: before_cuts[same - 1]], before_cuts[:same]
     open_calls: dict[str, str] = {}  # id -> tool name, in call order
-    for message in messages:
-        if isinstance(message, ToolResultMessage):
-            if open_calls.pop(message.tool_call_id, None) is not None:
-                out.append(message)
-            # a result whose call was dropped (or answered already) would be invalid: skip it
-            continue
-        if open_calls:
-            _close(open_calls, out)
-        if isinstance(message, AssistantMessage):
-            if message.stop_reason in ("error", "aborted"):
-                continue
-            for block in message.content:
-                if isinstance(block, ToolCall):
-                    open_calls[block.id] = block.name
-        out.append(message)
+    for message in messages[done:] if done else messages:
+        cuts.append(_step(message, open_calls, out))
+    if cache is not None:
+        cache[_KEY] = (list(messages), list(out), cuts)
     _close(open_calls, out)
     return out
+
+
+def _step(message: Message, open_calls: dict[str, str], out: list[Message]) -> int:
+    if isinstance(message, ToolResultMessage):
+        if open_calls.pop(message.tool_call_id, None) is not None:
+            out.append(message)
+        # a result whose call was dropped (or answered already) would be invalid: skip it
+        return -1 if open_calls else len(out)
+    if open_calls:
+        _close(open_calls, out)
+    if isinstance(message, AssistantMessage):
+        if message.stop_reason in ("error", "aborted"):
+            return len(out)
+        for block in message.content:
+            if isinstance(block, ToolCall):
+                open_calls[block.id] = block.name
+    out.append(message)
+    return -1 if open_calls else len(out)
 
 
 def _close(open_calls: dict[str, str], out: list[Message]) -> None:

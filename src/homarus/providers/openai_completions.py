@@ -35,6 +35,7 @@ from homarus.messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
+    shared_prefix,
 )
 from homarus.providers.classify import error_body_text
 from homarus.providers.sse import (
@@ -87,9 +88,7 @@ def _convert(context: Context) -> tuple[list[dict[str, Any]], bool]:
     kept = cache.get(_WIRE_KEY) if cache is not None else None
     if kept is not None:
         before, wire, before_ends, before_calls = kept
-        same = next(
-            (i for i, (a, b) in enumerate(zip(before, msgs, strict=False)) if a is not b), min(len(before), len(msgs))
-        )
+        same = shared_prefix(before, msgs)
         while same and before_ends[same - 1] < 0:
             same -= 1
         if same:

@@ -149,39 +149,57 @@ class RunJournal:
         created = await asyncio.wrap_future(self._writer.submit(self._accept_op(run_id, kind, params, where)))
         return self._accepted(run_id, created)
 
-    def _accepted(self, run_id: str, created: bool) -> tuple[RunRecord, bool]:
+    def _accepted(self, run_id: str, created: RunRecord | None) -> tuple[RunRecord, bool]:
+        if created is not None:  # as inserted: no read back
+            return created, True
         record = self.get(run_id)
         assert record is not None
-        return record, created
+        return record, False
 
     def _accept_op(
         self, run_id: str, kind: str, params: dict[str, Any], where: Where
-    ) -> Callable[[sqlite3.Connection], bool]:
+    ) -> Callable[[sqlite3.Connection], RunRecord | None]:
         session_key, agent_id = where.get("session_key"), where.get("agent_id")
         lane, request = where.get("lane"), where.get("request")
 
-        def op(db: sqlite3.Connection) -> bool:
+        def op(db: sqlite3.Connection) -> RunRecord | None:
+            now, params_text = _now_ms(), json.dumps(params)
+            request_text = json.dumps(request) if request is not None else None
             cur = db.execute(
                 "INSERT OR IGNORE INTO runs(run_id, kind, session_key, agent_id, lane, params, status, accepted_at,"
                 " request) VALUES (?, ?, ?, ?, ?, ?, 'accepted', ?, ?)",
-                (
-                    run_id,
-                    kind,
-                    session_key,
-                    agent_id,
-                    lane,
-                    json.dumps(params),
-                    _now_ms(),
-                    json.dumps(request) if request is not None else None,
-                ),
+                (run_id, kind, session_key, agent_id, lane, params_text, now, request_text),
             )
-            return cur.rowcount == 1
+            if cur.rowcount != 1:
+                return None
+            # what a read of the row would give (decoded copies, not the caller's objects)
+            stored = json.loads(request_text) if request_text is not None else None
+            return RunRecord(
+                run_id,
+                kind,
+                session_key,
+                agent_id,
+                lane,
+                json.loads(params_text),
+                "accepted",
+                now,
+                None,
+                None,
+                None,
+                None,
+                stored,
+            )
 
         return op
 
-    def mark_started(self, run_id: str, joined: Sequence[str] = ()) -> None:
+    def mark_started(self, run_id: str, joined: Sequence[str] = (), *, synced: bool = False) -> None:
         """``run_id`` began executing, and the ``joined`` runs with it (their messages were folded
-        into it): one transaction, fsynced before its first step runs."""
+        into it): one transaction, committed before its first step runs.
+
+        Not fsynced by default: a crash of the process keeps it (the WAL is in the OS's cache), and
+        a power cut that loses it leaves a run whose transcript shows it began, which the recovery
+        takes as started (``usecases/recovery.py``); a run that left no trace there had done
+        nothing anyone saw. One fsync less before every run's model call."""
         now = _now_ms()
 
         def op(db: sqlite3.Connection) -> None:
@@ -193,7 +211,7 @@ class RunJournal:
                 [(now, run_id, other) for other in joined],
             )
 
-        self._writer.run(op)
+        self._writer.run(op, synced=synced)
 
     def finish(self, run_id: str, status: str, *, result: Any = None, error: Any = None) -> None:
         self._writer.run(self._finish_op(run_id, status, result, error))

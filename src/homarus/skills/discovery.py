@@ -234,8 +234,14 @@ def _fingerprint(root: Path) -> tuple[Any, ...] | None:
 
 
 def _scan_cached(src: SkillSource) -> tuple[list[Skill], list[Problem]]:
+    if src.kind == "bundled" and src.root == BUNDLED_DIR:
+        # files of the installed package: they change with an upgrade, which restarts the process
+        cached = _SCANS.get(src)
+        if cached is not None:
+            return list(cached[1][0]), list(cached[1][1])
     mark = _fingerprint(src.root)
-    if mark is not None and src.kind != "bundled":  # the bundled dir's real path is known at import
+    # the real paths matter only where there is something to scan (an absent root scans to nothing)
+    if mark is not None and src.kind != "bundled" and mark[0] != "absent":
         # where the source and its confinement really are: a link above them may be switched
         mark = (os.path.realpath(src.root), os.path.realpath(src.confine) if src.confine else None, mark)
     if mark is None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from homarus.agents.request import RunRequest
-from homarus.agents.resume import close_interrupted, interrupted_notice, resume_point
+from homarus.agents.resume import ResumePoint, close_interrupted, interrupted_notice, resume_point
 from homarus.errors import HomarusError
 
 if TYPE_CHECKING:
@@ -135,6 +135,9 @@ def recover_runs(host: JournalHost) -> Recovery:
     folded: list[RunRecord] = []
     for record in journal.unfinished():
         started = record.status == "running"
+        if not started and record.joined_to is None and record.session_key is not None:
+            # its start record, not synced, died with a power cut: its transcript says it began
+            started = _message_is_in(host, record)
         if started and record.joined_to is not None:
             if _message_is_in(host, record):
                 folded.append(record)
@@ -161,6 +164,10 @@ def recover_runs(host: JournalHost) -> Recovery:
 def _apply_rule(host: JournalHost, recovery: Recovery, record: RunRecord, started: bool) -> None:
     rule = RULES.get(record.kind, UNKNOWN_KIND)
     action = rule.started if started else rule.queued
+    if action == "interrupt" and started and record.kind in RULES and _point(host, record).final is not None:
+        # it had answered (its end record, not synced, died with a power cut): resuming it only
+        # does the bookkeeping, no model call, so it ends as it did, not as interrupted
+        action = "resume"
     if action != "interrupt" and request_for(host, record, resume=started) is not None:
         updated = host.journal.requeue(record.run_id) or record
         host.dedupe.put(f"{record.kind}:{record.run_id}", "accepted")
@@ -170,14 +177,19 @@ def _apply_rule(host: JournalHost, recovery: Recovery, record: RunRecord, starte
 
 
 def _message_is_in(host: JournalHost, record: RunRecord) -> bool:
-    """Whether a folded run's message reached its session's transcript."""
+    """Whether the run's message (a folded run's: in the run it joined) reached its session's transcript."""
+    return _point(host, record).started
+
+
+def _point(host: JournalHost, record: RunRecord) -> ResumePoint:
+    """Where the run stands in its session's transcript (nothing: no session, or not in it)."""
     try:
         ref = host.sessions.get(host.sessions.resolve_key(record.session_key))
     except HomarusError:
-        return False
+        return ResumePoint()
     if ref is None:
-        return False
-    return resume_point(host.sessions.transcript_for(ref).read().entries, record.run_id).started
+        return ResumePoint()
+    return resume_point(host.sessions.transcript_for(ref).read().entries, record.run_id)
 
 
 def _interrupt(host: JournalHost, record: RunRecord, rule: Rule, started: bool) -> None:
