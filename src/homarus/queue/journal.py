@@ -172,23 +172,9 @@ class RunJournal:
             )
             if cur.rowcount != 1:
                 return None
-            # what a read of the row would give (decoded copies, not the caller's objects)
-            stored = json.loads(request_text) if request_text is not None else None
-            return RunRecord(
-                run_id,
-                kind,
-                session_key,
-                agent_id,
-                lane,
-                json.loads(params_text),
-                "accepted",
-                now,
-                None,
-                None,
-                None,
-                None,
-                stored,
-            )
+            # what a read of the row gives (decoded copies, not the caller's objects)
+            row = (run_id, kind, session_key, agent_id, lane, params_text, "accepted", now, None, None, None, None)
+            return _record((*row, request_text, 0, None))
 
         return op
 
