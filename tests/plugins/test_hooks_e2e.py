@@ -9,6 +9,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from homarus.plugins import events as ev
 from homarus.plugins.hookspecs import HOOKS
 from homarus.plugins.runner import HookRegistration
@@ -170,6 +172,41 @@ async def test_before_agent_run_fails_closed(tmp_path: Path) -> None:
         final = await _agent(c, "hi", "fa")
         assert final["ok"] is False and "policy engine down" in final["error"]["message"]
         assert provider.requests == []
+
+
+async def test_a_gated_run_writes_its_message_only_once_the_gate_let_it_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a gate the run's message is written in its first trip to the lane (one trip less);
+    with one, only after the gate decided, and a blocked message is never written."""
+    from homarus.agents import turn
+    from homarus.io_lane import run_on_lane as real
+
+    trips: list[str] = []
+
+    async def counted(fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        trips.append(getattr(fn, "__name__", "?"))
+        return await real(fn, *args, **kwargs)
+
+    monkeypatch.setattr(turn, "run_on_lane", counted)
+    with run_gateway(tmp_path, config=CONFIG) as gw:
+        gw.gateway.models.overrides["test"] = ScriptedProvider([Reply("one"), Reply("two")])
+        c = await _client(gw)
+        assert (await _agent(c, "open words", "g1"))["ok"]
+        assert trips == ["_load_files", "write_messages"]  # the message, then the reply
+
+        def gate(event: Any, ctx: ev.HookContext) -> dict[str, Any] | None:
+            if "secret" in event.prompt:
+                return {"outcome": "block", "reason": "pii", "message": "[withheld]"}
+            return None
+
+        _add(gw, "policy", "before_agent_run", gate)
+        trips.clear()
+        assert (await _agent(c, "more open words", "g2"))["ok"]
+        assert trips == ["_load_files", "write_messages", "write_messages"]
+        assert (await _agent(c, "the secret is 42", "g3"))["ok"] is False
+        users = [e["message"]["content"] for e in _transcript(gw) if e.get("message", {}).get("role") == "user"]
+        assert users == ["open words", "more open words", "[withheld]"]
 
 
 async def test_void_hooks_do_not_delay_the_reply(tmp_path: Path) -> None:

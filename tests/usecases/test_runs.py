@@ -46,3 +46,20 @@ def test_a_failed_run_ends_synced(gw: Gateway) -> None:
         assert (writer.commits - commits, writer.unsynced_commits - unsynced) == (3, 1)  # only the start
 
     asyncio.run(main())
+
+
+def test_an_openai_api_run_is_accepted_without_a_sync(gw: Gateway) -> None:
+    """The restart would only mark it interrupted (its HTTP caller is gone): its acceptance is not
+    worth an fsync, unlike an ``agent`` run's, which the restart runs."""
+
+    async def main() -> None:
+        await _run(gw, "r0")
+        writer = gw.journal._writer
+        for kind, synced in (("openai", False), ("agent", True)):
+            unsynced = writer.unsynced_commits
+            req = RunRequest(run_id=f"{kind}-1", session_key=gw.sessions.resolve_key("agent:main:s"), message="hi")
+            await start_run(gw, req, kind, {}, admit=True)
+            assert writer.unsynced_commits - unsynced == (0 if synced else 1)
+            assert gw.journal.get(req.run_id) is not None
+
+    asyncio.run(main())

@@ -63,6 +63,18 @@ if TYPE_CHECKING:
     from homarus.skills.prompt import SkillsPrompt
     from homarus.tools.base import Tool, ToolRegistry
 
+    #: what a run's first trip to the lane brings back (see :meth:`Turn._load_files`)
+    Loaded = tuple[
+        SessionRef,
+        list[Message],
+        list[str],
+        list[dict[str, Any]],
+        list[Any],
+        ResumePoint,
+        SkillsPrompt | None,
+        tuple[UserMessage, dict[str, Any] | None] | None,
+    ]
+
 __all__ = ["Step", "Turn", "TurnHost"]
 
 log = logging.getLogger("homarus.agents")
@@ -144,9 +156,13 @@ class Turn:
     # -- LOAD ---------------------------------------------------------------------------------------
     async def load(self) -> Step:
         req, key = self.req, self.key
-        # all the file work a run needs before the model, in one trip to a worker thread
-        loaded = await run_on_lane(self._load_files, self.rt.wiring.skill_dirs)
-        self.ref, self.history, self.ids, self.injections, self.files, self.point, self.skills = loaded
+        # all the file work a run needs before the model, in one trip to a worker thread; the run's
+        # message too when no plugin may withhold it or change how it is written (a gate, a write
+        # hook): one trip less before the model is asked
+        hooks = self.rt.hooks
+        record_now = not req.resume and not hooks.has("before_agent_run") and not hooks.has("before_message_write")
+        loaded = await run_on_lane(self._load_files, self.rt.wiring.skill_dirs, record_now)
+        self.ref, self.history, self.ids, self.injections, self.files, self.point, self.skills, self.recorded = loaded
         self.ctx = ev.HookContext(
             agent_id=key.agent_id,
             session_key=key.canonical,
@@ -172,12 +188,11 @@ class Turn:
             )
         return Step.PREPARE
 
-    def _load_files(
-        self, skill_dirs: Any
-    ) -> tuple[SessionRef, list[Message], list[str], list[dict[str, Any]], list[Any], ResumePoint, SkillsPrompt | None]:
+    def _load_files(self, skill_dirs: Any, record_now: bool) -> Loaded:
         """The start record, then the session entry (marked running), workspace, history, pending
-        injections, bootstrap files, the skills section, and for a resumed run where it stood (its
-        interrupted tool calls closed as aborted first)."""
+        injections, bootstrap files, the skills section, for a resumed run where it stood (its
+        interrupted tool calls closed as aborted first), and with ``record_now`` the run's message
+        written (unsynced, as :meth:`record` would) after the history was read."""
         req, cfg, wiring = self.req, self.cfg, self.rt.wiring
         if wiring.on_run_start is not None:
             try:
@@ -197,7 +212,11 @@ class Turn:
         injections = self._drain_injections()
         files = setup.bootstrap_files(cfg, req.session_key, self.ws)
         skills = setup.skills_prompt(cfg, req.session_key, self.ws, self.rt.state_dir, skill_dirs, ("read",))
-        return ref, history, ids, injections, files, point, skills
+        recorded = None
+        if record_now:
+            user = UserMessage(request_content(req))
+            recorded = user, write_messages(transcript, _as_is, req.run_id, [user], None, req.joined, synced=False)[0]
+        return ref, history, ids, injections, files, point, skills, recorded
 
     def _drain_injections(self) -> list[dict[str, Any]]:
         key, wiring = self.key.canonical, self.rt.wiring
@@ -308,11 +327,14 @@ class Turn:
             return Step.END
         if point.started:
             return Step.LOOP  # a resumed run continues from its transcript (its own message is in the history)
-        user = UserMessage(request_content(req))
         # not fsynced before the model is asked (the reply's append, or the end of the run, syncs
         # the file): if power fails meanwhile the run journal, synced, still has the run, and the
         # run resumed after the restart writes the message again when the transcript lacks it
-        written = (await self._write([user], joined=req.joined, synced=False))[0]
+        if self.recorded is not None:  # written in the first trip already
+            user, written = self.recorded
+        else:
+            user = UserMessage(request_content(req))
+            written = (await self._write([user], joined=req.joined, synced=False))[0]
         if written is not None:
             self.entry_ids[user] = written["id"]
         claimed = await self.phases.claim_reply(req.message)
@@ -491,13 +513,17 @@ class Turn:
         synced: bool = True,
     ) -> list[dict[str, Any] | None]:
         return await run_on_lane(
-            write_messages, self.transcript, self.phases, self.req.run_id, messages, owners, joined, synced
+            write_messages, self.transcript, self.phases.filter_write, self.req.run_id, messages, owners, joined, synced
         )
+
+
+def _as_is(message: dict[str, Any]) -> dict[str, Any] | None:
+    return message
 
 
 def write_messages(
     transcript: Transcript,
-    phases: RunPhases,
+    filter_write: Callable[[dict[str, Any]], dict[str, Any] | None],
     run_id: str,
     messages: list[Message],
     owners: dict[int, str] | None = None,
@@ -511,7 +537,7 @@ def write_messages(
     Returns, per message, its stored entry or None when a hook withheld it.
     """
     tags: list[tuple[dict[str, Any] | None, str]] = [
-        (phases.filter_write(bounded(m.to_json())), (owners or {}).get(id(m), run_id)) for m in messages
+        (filter_write(bounded(m.to_json())), (owners or {}).get(id(m), run_id)) for m in messages
     ]
     extra: dict[str, Any] = {"joined": joined} if joined else {}
     entries = [{"type": "message", "message": r, "runId": owner, **extra} for r, owner in tags if r is not None]

@@ -143,10 +143,12 @@ class RunJournal:
         return self._accepted(run_id, self._writer.run(self._accept_op(run_id, kind, params, where)))
 
     async def aaccept(
-        self, run_id: str, kind: str, params: dict[str, Any], **where: Unpack[Where]
+        self, run_id: str, kind: str, params: dict[str, Any], *, synced: bool = True, **where: Unpack[Where]
     ) -> tuple[RunRecord, bool]:
-        """:meth:`accept` from the event loop: handed to the writer directly, no worker thread."""
-        created = await asyncio.wrap_future(self._writer.submit(self._accept_op(run_id, kind, params, where)))
+        """:meth:`accept` from the event loop: handed to the writer directly, no worker thread.
+        ``synced=False`` for a run that a restart would not run again anyway (its caller is gone)."""
+        op = self._accept_op(run_id, kind, params, where)
+        created = await asyncio.wrap_future(self._writer.submit(op, synced=synced))
         return self._accepted(run_id, created)
 
     def _accepted(self, run_id: str, created: RunRecord | None) -> tuple[RunRecord, bool]:

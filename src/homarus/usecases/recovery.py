@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from homarus.agents.request import RunRequest
 from homarus.agents.resume import ResumePoint, close_interrupted, interrupted_notice, resume_point
 from homarus.errors import HomarusError
+from homarus.usecases.recovery_rules import RULES, UNKNOWN_KIND, Rule
 
 if TYPE_CHECKING:
     from homarus.queue.dedupe import DedupeCache
@@ -65,33 +66,6 @@ log = logging.getLogger("homarus.gateway")
 FOLLOW_TIMEOUT_S: Final = 24 * 3600.0
 #: finished runs stay in the journal this long (idempotency keys and ``agent.wait`` answer from it)
 JOURNAL_RETENTION_MS: Final = 7 * 24 * 3600 * 1000
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    #: a run that never began: run it now, hand it to its cron job, or end it interrupted
-    queued: Literal["run", "job", "interrupt"]
-    #: a run that began: continue it from its transcript (itself or through its cron job), or end it
-    started: Literal["resume", "job", "interrupt"]
-    #: what the visible notice of an interrupted started run names (None: no notice)
-    notice: str | None
-    #: why it is not run again, for agent.wait and the logs
-    reason: str = "interrupted by a gateway restart"
-
-
-RULES: Final[dict[str, Rule]] = {
-    "agent": Rule("run", "interrupt", "This run"),
-    "chat": Rule("run", "interrupt", "This reply"),
-    "hook": Rule("run", "resume", None),
-    "cron": Rule("job", "job", None, "interrupted by a gateway restart; its cron job is gone or disabled"),
-    "heartbeat": Rule("interrupt", "interrupt", None, "interrupted by a gateway restart; heartbeats go on"),
-    "openai": Rule("interrupt", "interrupt", "This reply", "interrupted: its HTTP caller left with the restart"),
-    "openresponses": Rule("interrupt", "interrupt", "This reply", "interrupted: its HTTP caller left with the restart"),
-    # the chat channel layer's inbound runs: fire-and-forget like webhooks
-    "channel": Rule("run", "resume", None),
-}
-#: kinds this version does not know (a newer version's, a plugin's): never run blindly
-UNKNOWN_KIND: Final = Rule("interrupt", "interrupt", "This run", "interrupted by a gateway restart (unknown kind)")
 
 
 @dataclass(slots=True)

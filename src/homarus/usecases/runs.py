@@ -19,6 +19,7 @@ from homarus.agents.request import RunRequest
 from homarus.agents.runs import RunOutcome
 from homarus.errors import Unavailable
 from homarus.io_lane import run_on_lane
+from homarus.usecases.recovery_rules import rerun_when_queued
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -123,7 +124,10 @@ async def start_run(
     key = req.session_key
     where: Where = {"session_key": key.canonical, "agent_id": key.agent_id, "lane": req.lane, "request": req.to_json()}
     if prepare is None:  # straight to the journal's writer: no worker thread
-        record, created = await gateway.journal.aaccept(req.run_id, kind, params, **where)
+        # a run the restart would only mark interrupted (its caller's connection died with the
+        # process: the OpenAI-compatible API): a power cut that loses its record loses nothing
+        synced = rerun_when_queued(kind)
+        record, created = await gateway.journal.aaccept(req.run_id, kind, params, synced=synced, **where)
     else:
 
         def accept() -> tuple[Any, bool]:
