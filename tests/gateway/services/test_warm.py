@@ -52,3 +52,16 @@ async def _settled(gw: RunningGateway) -> tuple[bool, bool]:
         await asyncio.sleep(0.01)
     await gw.gateway.warm_up
     return gw.gateway.warm_up.exception() is None, gw.gateway.built("runtime")
+
+
+def test_the_c_heap_is_trimmed_where_the_c_library_can(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctypes
+
+    assert warm.trim_malloc() is True  # glibc, as on every machine the suite runs on
+
+    class NoTrim:
+        def __init__(self, name: object) -> None:
+            pass
+
+    monkeypatch.setattr(ctypes, "CDLL", NoTrim)
+    assert warm.trim_malloc() is False

@@ -18,7 +18,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-__all__ = ["RUN_MODULES", "preload", "runs_ready", "settle_heap", "settle_heaps_of_this_process"]
+__all__ = ["RUN_MODULES", "preload", "runs_ready", "settle_heap", "settle_heaps_of_this_process", "trim_malloc"]
 
 #: what the first run imports beyond what the gateway imported to start (together with their own
 #: imports: ``tests/gateway/test_warm_up.py`` fails, naming the module, when a turn imports more)
@@ -93,6 +93,23 @@ def settle_heap() -> None:
     if _settling:
         gc.freeze()
         gc.enable()
+        trim_malloc()
+
+
+def trim_malloc() -> bool:
+    """Hand the C heap's free pages back to the system (glibc's ``malloc_trim``): the imports and
+    the start leave freed blocks between live ones, resident until reused (~0.7 MiB of the idle
+    gateway, measured). True when it was done; False where the C library has no such call."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import ctypes
+
+    try:
+        trim = ctypes.CDLL(None).malloc_trim  # the process's own symbols: its C library's
+    except (OSError, AttributeError):  # not glibc (musl has no malloc_trim)
+        return False
+    trim(0)
+    return True
 
 
 def _import_all(names: Sequence[str]) -> None:
