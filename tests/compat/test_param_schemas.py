@@ -53,7 +53,9 @@ def model_of(name: str, target: str, params: str | None) -> type[BaseModel] | No
 
 def accepted(name: str, target: str, params: str | None) -> set[str]:
     model = model_of(name, target, params)
-    return set() if model is None else {f.alias or n for n, f in model.model_fields.items()}
+    if model is None:
+        return set()
+    return {f.alias or n for n, f in model.model_fields.items()} | set(inert_of(model)) | set(unsupported_of(model))
 
 
 def gaps() -> dict[str, list[str]]:

@@ -19,7 +19,6 @@ from homarus.protocol.compat import (
     PER_SESSION_EXEC,
     Unsupported,
     compat_params,
-    is_compat,
 )
 
 __all__ = ["PATCHABLE_FIELDS", "SessionPatch"]
@@ -93,7 +92,7 @@ class SessionPatch(BaseModel):
 
     def changes(self) -> dict[str, Any]:
         """Alias → value for the fields the caller actually sent (None = clear)."""
-        sent = {n for n in self.model_fields_set if not is_compat(n)} - {"key"} - _ENVELOPE
+        sent = set(self.model_fields_set) - {"key"} - _ENVELOPE
         dumped = self.model_dump(by_alias=True)
         out = {}
         for name in sent:
@@ -104,7 +103,5 @@ class SessionPatch(BaseModel):
 
 _ENVELOPE = frozenset({"agent_id", "expected_session_id", "expected_marked_unread_at"})
 PATCHABLE_FIELDS = tuple(
-    (f.alias or n)
-    for n, f in SessionPatch.model_fields.items()
-    if n != "key" and n not in _ENVELOPE and not is_compat(n)
+    (f.alias or n) for n, f in SessionPatch.model_fields.items() if n != "key" and n not in _ENVELOPE
 )

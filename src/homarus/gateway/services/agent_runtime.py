@@ -6,11 +6,11 @@ callables, so building the runtime does not build them.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from homarus.agents.runtime import AgentRuntime
 from homarus.agents.wiring import RuntimeWiring
-from homarus.gateway.services.approvals import approve_tool_call
 from homarus.gateway.services.cron_access import LazyCron
 from homarus.gateway.services.memory_access import memory_for, session_started
 from homarus.gateway.services.policy import stranger_grant
@@ -93,6 +93,15 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         wiring=wiring,
         hooks=gw.hooks,
         spawn=gw.spawn,
-        approve=approve_tool_call(gw),
+        approve=lambda payload, timeout_ms, abort: _ask_operators(gw, payload, timeout_ms, abort),
         injections=gw.injections,
     )
+
+
+async def _ask_operators(
+    gw: GatewayContext, payload: dict[str, Any], timeout_ms: int, abort: asyncio.Event
+) -> str | None:
+    """A plugin-gated tool call asks the operators; the approval machinery loads with the first ask."""
+    from homarus.gateway.services.approvals import approve_tool_call
+
+    return await approve_tool_call(gw)(payload, timeout_ms, abort)

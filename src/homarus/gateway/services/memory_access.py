@@ -14,8 +14,6 @@ import asyncio
 from typing import TYPE_CHECKING, Any
 
 from homarus.memory import has_memory_files
-from homarus.memory.reader import read_memory_file
-from homarus.memory.results import SearchResponse
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -61,12 +59,16 @@ class MemoryAccess:
     async def search(self, query: str, max_results: int | None = None, min_score: float | None = None) -> Any:
         manager = self.manager()
         if manager is None:
+            from homarus.memory.results import SearchResponse  # loaded by the first search
+
             return SearchResponse((), "fts-only", None, None, "fresh", reason=NO_MEMORY_YET)
         return await manager.search(query, max_results, min_score)
 
     async def read(self, path: str, from_line: int | None = None, lines: int | None = None) -> Any:
         manager = self.manager()
         if manager is None:  # the reader's own answer for a path that is not there (or not allowed)
+            from homarus.memory.reader import read_memory_file  # loaded by the first read
+
             return await asyncio.to_thread(
                 read_memory_file, path, workspace=self.workspace, extra_paths=(), from_line=from_line, lines=lines
             )
