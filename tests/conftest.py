@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import subprocess
+import sys
 import threading
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -44,6 +46,12 @@ class RunningGateway:
     @property
     def http(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+
+def python_output(code: str) -> str:
+    """What ``code`` prints when run by a fresh interpreter (what a module imports is only seen
+    there: this test process has imported everything already); a failure fails the test."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
 
 
 def make_paths(root: Path, config: dict[str, Any] | None = None) -> StatePaths:

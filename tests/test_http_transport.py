@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import ssl
 import subprocess
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from homarus import http_pool
 from homarus.http_pool import Pool, open_stream
 from homarus.http_transport import AsyncioTransport, transport_for
 from homarus.tls import context_for
+from tests.conftest import python_output
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "Server"], Awaitable[None]]
 
@@ -354,5 +354,4 @@ def test_the_pool_and_a_provider_need_no_httpx() -> None:
         "import homarus.http_pool, homarus.providers.openai_completions, homarus.providers.anthropic_messages\n"
         "print('httpx' in sys.modules, 'h11' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
-    assert out.stdout.split() == ["False", "True"]
+    assert python_output(script).split() == ["False", "True"]

@@ -37,9 +37,9 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "UserMessage",
+    "kept_prefix",
     "message_from_json",
     "now_ms",
-    "shared_prefix",
 ]
 
 StopReason = Literal["stop", "length", "toolUse", "error", "aborted"]
@@ -325,14 +325,19 @@ class Context:
     cache: dict[str, Any] | None = None
 
 
-def shared_prefix(before: Sequence[object], now: Sequence[object]) -> int:
-    """How many items ``now`` begins with that are ``before``'s own, the same objects in the same
-    order (what a request shares with the last one of its conversation: its history)."""
+def kept_prefix(before: Sequence[object], ends: Sequence[int], now: Sequence[object]) -> int:
+    """How many leading messages of ``now`` a pass kept from the last request can stand for: those
+    ``now`` shares with it (the same objects in the same order: its history), cut back to the last
+    one after which the pass was in a clean state (``ends[i] >= 0``; -1 marks a message that left
+    something pending, such as a tool call still open). 0: start over."""
     same = list(map(operator.is_, before, now))  # in C: a few microseconds for a long history
     try:
-        return same.index(False)
+        n = same.index(False)
     except ValueError:
-        return len(same)
+        n = len(same)
+    while n and ends[n - 1] < 0:
+        n -= 1
+    return n
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,13 +4,12 @@ imported only for what plain JSON does not allow, and errors as ``ValueError``."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import json5
 import pytest
 
 from homarus.config import json5_text
+from tests.conftest import python_output
 
 SAMPLES = [
     '{"a": 1, "b": [true, null, 2.5e3], "c": {"d": "é\\u00e9"}}',
@@ -38,5 +37,4 @@ def test_plain_json_does_not_import_json5() -> None:
         "json5_text.loads('{\"a\": [1, 2]}')\nplain = 'json5' in sys.modules\n"
         "json5_text.loads('{a: 1}')\nprint(plain, 'json5' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60)
-    assert out.stdout.split() == ["False", "True"]
+    assert python_output(script).split() == ["False", "True"]

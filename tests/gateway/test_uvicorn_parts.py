@@ -4,8 +4,8 @@ when something else is asked of it, and then the package is whole."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+
+from tests.conftest import python_output
 
 PROBE = """
 import json, sys
@@ -25,8 +25,7 @@ print(json.dumps({
 
 
 def test_the_package_init_is_deferred_until_asked() -> None:
-    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=60)
-    report = json.loads(out.stdout.strip().splitlines()[-1])
+    report = json.loads(python_output(PROBE).strip().splitlines()[-1])
     assert report == {"light": [], "still_light": True, "whole": True, "same": True, "missing": "NoneType"}
 
 
@@ -37,4 +36,4 @@ def test_an_imported_package_is_used_as_it_stands() -> None:
         "Config, Server = uvicorn_config_and_server()\n"
         "assert Config is uvicorn.Config and 'uvicorn.main' in sys.modules\n"
     )
-    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    python_output(script)

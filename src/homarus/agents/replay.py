@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from homarus.messages import AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage, shared_prefix
+from homarus.messages import AssistantMessage, Message, TextContent, ToolCall, ToolResultMessage, kept_prefix
 
 __all__ = ["NO_RESULT_TEXT", "repair_for_replay"]
 
@@ -32,11 +32,9 @@ def repair_for_replay(messages: list[Message], cache: dict[str, Any] | None = No
     kept = cache.get(_KEY) if cache is not None else None
     if kept is not None:
         before, before_out, before_cuts = kept
-        same = shared_prefix(before, messages)
-        while same and before_cuts[same - 1] < 0:
-            same -= 1
-        if same:
-            done, out, cuts = same, before_out[: before_cuts[same - 1]], before_cuts[:same]
+        done = kept_prefix(before, before_cuts, messages)
+        if done:
+            out, cuts = before_out[: before_cuts[done - 1]], before_cuts[:done]
     open_calls: dict[str, str] = {}  # id -> tool name, in call order
     for message in messages[done:] if done else messages:
         cuts.append(_step(message, open_calls, out))

@@ -35,7 +35,7 @@ from homarus.messages import (
     ToolResultMessage,
     Usage,
     UserMessage,
-    shared_prefix,
+    kept_prefix,
 )
 from homarus.providers.classify import error_body_text
 from homarus.providers.sse import (
@@ -88,12 +88,9 @@ def _convert(context: Context) -> tuple[list[dict[str, Any]], bool]:
     kept = cache.get(_WIRE_KEY) if cache is not None else None
     if kept is not None:
         before, wire, before_ends, before_calls = kept
-        same = shared_prefix(before, msgs)
-        while same and before_ends[same - 1] < 0:
-            same -= 1
-        if same:
-            done = same
-            out, ends, calls = wire[: before_ends[same - 1]], before_ends[:same], before_calls[:same]
+        done = kept_prefix(before, before_ends, msgs)
+        if done:
+            out, ends, calls = wire[: before_ends[done - 1]], before_ends[:done], before_calls[:done]
     has_calls = bool(calls) and calls[-1]
     pending_images: list[dict[str, Any]] = []  # tool-result images ride in a user message after the results
     for m in msgs[done:] if done else msgs:

@@ -206,7 +206,7 @@ class RunJournal:
 
     async def afinish(self, run_id: str, status: str, *, result: Any = None, error: Any = None) -> None:
         """:meth:`finish` from the event loop: handed to the writer directly, no worker thread."""
-        await asyncio.wrap_future(self._writer.submit(self._finish_op(run_id, status, result, error)))
+        await self.finish_soon(run_id, status, result=result, error=error)
 
     def finish_soon(
         self, run_id: str, status: str, *, result: Any = None, error: Any = None, synced: bool = True

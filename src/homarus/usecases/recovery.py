@@ -109,15 +109,17 @@ def recover_runs(host: JournalHost) -> Recovery:
     folded: list[RunRecord] = []
     for record in journal.unfinished():
         started = record.status == "running"
+        point: ResumePoint | None = None
         if not started and record.joined_to is None and record.session_key is not None:
             # its start record, not synced, died with a power cut: its transcript says it began
-            started = _message_is_in(host, record)
+            point = _point(host, record)
+            started = point.started
         if started and record.joined_to is not None:
             if _message_is_in(host, record):
                 folded.append(record)
                 continue
             started = False  # its message never reached the run it joined: it is still to do
-        _apply_rule(host, recovery, record, started)
+        _apply_rule(host, recovery, record, started, point)
     for record in folded:  # after the rules: their hosts' fate is known now
         joined = journal.get(record.joined_to or "")
         if joined is None or joined.status == "interrupted":
@@ -135,10 +137,14 @@ def recover_runs(host: JournalHost) -> Recovery:
     return recovery
 
 
-def _apply_rule(host: JournalHost, recovery: Recovery, record: RunRecord, started: bool) -> None:
+def _apply_rule(
+    host: JournalHost, recovery: Recovery, record: RunRecord, started: bool, point: ResumePoint | None = None
+) -> None:
+    """``point``: where the run stands in its transcript, when the caller read it already."""
     rule = RULES.get(record.kind, UNKNOWN_KIND)
     action = rule.started if started else rule.queued
-    if action == "interrupt" and started and record.kind in RULES and _point(host, record).final is not None:
+    answered = action == "interrupt" and started and record.kind in RULES
+    if answered and (point or _point(host, record)).final is not None:
         # it had answered (its end record, not synced, died with a power cut): resuming it only
         # does the bookkeeping, no model call, so it ends as it did, not as interrupted
         action = "resume"

@@ -157,15 +157,19 @@ async def run_and_finish(gateway: RunHost, req: RunRequest, kind: str) -> RunOut
     A run that answers has its journal end queued as it ends (``RunRequest.on_end``), beside its
     session entry's update: one trip to the lane for both, not synced (the answer is, in the
     transcript: see ``RunJournal.finish_soon``)."""
-    early: list[tuple[str, asyncio.Future[Any]]] = []
+    queued: list[tuple[dict[str, Any], asyncio.Future[Any]]] = []  # (payload, the journal's end)
 
     def journal_end(outcome: RunOutcome) -> None:
         if outcome.status == "ok" and outcome.run_id == req.run_id:
             payload = final_payload(outcome)
-            early.append((outcome.status, gateway.journal.finish_soon(req.run_id, "ok", result=payload, synced=False)))
+            queued.append((payload, gateway.journal.finish_soon(req.run_id, "ok", result=payload, synced=False)))
 
     outcome = await run_to_outcome(gateway, dataclasses.replace(req, on_end=journal_end))
-    await record_end(gateway, kind, req.run_id, outcome.status, final_payload(outcome), outcome, early=early)
+    if queued and outcome.status == "ok":
+        payload, finished = queued[0]
+        await record_end(gateway, kind, req.run_id, "ok", payload, outcome, finished=finished)
+    else:
+        await record_end(gateway, kind, req.run_id, outcome.status, final_payload(outcome), outcome)
     return outcome
 
 
@@ -177,7 +181,7 @@ async def record_end(
     payload: dict[str, Any],
     outcome: RunOutcome,
     *,
-    early: list[tuple[str, asyncio.Future[Any]]] | None = None,
+    finished: asyncio.Future[Any] | None = None,
 ) -> None:
     """Record the end of ``run_id``: the journal, the idempotency cache, ``agent.wait``. A run folded
     into another ends with that run's ``outcome``.
@@ -189,9 +193,8 @@ async def record_end(
         log.info("run %s was cut short by the shutdown; the next start takes it up", run_id)
         gateway.run_events.finished(run_id, status, outcome.started_at, outcome.ended_at, outcome.error)
         return
-    queued = next((future for recorded, future in early or () if recorded == status), None)
-    if queued is not None:  # queued as the run ended, with the same status and payload
-        await queued
+    if finished is not None:  # the journal's end, queued as the run ended (``run_and_finish``)
+        await finished
     else:
         await gateway.journal.afinish(
             run_id, status, result=payload, error={"message": outcome.error} if outcome.error else None
