@@ -28,6 +28,7 @@ from homarus.gateway.server import build_gateway, serve
 from tests.wsclient import open_client, close_all
 
 state = Path(sys.argv[1])
+HOOK_MODULES = ("homarus.plugins.hookspecs", "homarus.plugins.events.")
 gateway = build_gateway(StatePaths(state, state / "homarus.json"), GatewayOptions(port=0, token="t" * 32))
 
 async def turn(server):
@@ -44,6 +45,7 @@ async def turn(server):
         "runtime_built": gateway.built("runtime"),
         "imported_by_the_turn": sorted(m for m in set(sys.modules) - before if m.startswith("homarus")),
         "httpx": "httpx" in sys.modules,
+        "hook_catalogue": sorted(m for m in sys.modules if m.startswith(HOOK_MODULES)),
     }))
     server.should_exit = True
 
@@ -83,3 +85,5 @@ def test_after_the_warm_up_the_first_turn_imports_nothing(tmp_path: Path) -> Non
     assert report["runtime_built"] is True
     assert report["imported_by_the_turn"] == []
     assert report["httpx"] is False  # the providers' requests go through homarus.http_pool
+    # no plugin registers a hook: no event is built, the catalogue and the event types stay unloaded
+    assert report["hook_catalogue"] == ["homarus.plugins.events.context"]

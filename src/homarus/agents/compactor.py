@@ -48,7 +48,9 @@ class RunCompactor:
         self.translator.compaction("start", will_retry)
         tokens = compaction.context_tokens(history)
         file = str(self.transcript.path)
-        self.hooks.fire("before_compaction", ev.BeforeCompactionEvent(len(history), tokens, file, self.hooks.ctx))
+        self.hooks.fire(
+            "before_compaction", lambda: ev.BeforeCompactionEvent(len(history), tokens, file, self.hooks.ctx)
+        )
         try:
             previous = await asyncio.to_thread(previous_summary, self.transcript)
             result = await compaction.compact(
@@ -74,7 +76,7 @@ class RunCompactor:
             await asyncio.to_thread(self._count)
             self.hooks.fire(
                 "after_compaction",
-                ev.AfterCompactionEvent(
+                lambda: ev.AfterCompactionEvent(
                     len(history), result.first_kept_index, result.tokens_after, file, self.hooks.ctx
                 ),
             )

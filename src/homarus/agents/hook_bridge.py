@@ -46,10 +46,11 @@ class RuntimeHooks(LoopHooks):
         self.approve = approve
         self.revisions = 0
 
-    def fire(self, hook: str, event: Any, *, tool_name: str | None = None) -> None:
-        """Run a void hook in the background, if anyone listens."""
+    def fire(self, hook: str, event: Callable[[], Any], *, tool_name: str | None = None) -> None:
+        """Run a void hook in the background, if anyone listens: ``event`` builds its event then (a
+        run whose plugins listen to nothing builds none, nor loads their types)."""
         if self.runner.has(hook):
-            self.spawn(self.runner.void(hook, event, tool_name=tool_name))
+            self.spawn(self.runner.void(hook, event(), tool_name=tool_name))
 
     # -- tools ------------------------------------------------------------------------------------
     async def before_tool(self, call: ToolCall) -> ToolCall | str:
@@ -123,7 +124,7 @@ class RuntimeHooks(LoopHooks):
         ctx = dataclasses.replace(self.ctx, tool_call_id=call.id)
         self.fire(
             "after_tool_call",
-            ev.AfterToolCallEvent(
+            lambda: ev.AfterToolCallEvent(
                 call.name,
                 dict(call.arguments),
                 self.ctx.run_id,
@@ -142,13 +143,13 @@ class RuntimeHooks(LoopHooks):
         info = model.info
         self.fire(
             "model_call_started",
-            ev.ModelCallStartedEvent(run_id, call_id, info.provider, info.id, info.api, context=self.ctx),
+            lambda: ev.ModelCallStartedEvent(run_id, call_id, info.provider, info.id, info.api, context=self.ctx),
         )
         if self.runner.has("llm_input"):
             last = next((m for m in reversed(context.messages) if isinstance(m, UserMessage)), None)
             self.fire(
                 "llm_input",
-                ev.LlmInputEvent(
+                lambda: ev.LlmInputEvent(
                     run_id,
                     self.ctx.session_id,
                     info.provider,
@@ -174,7 +175,7 @@ class RuntimeHooks(LoopHooks):
             )
         self.fire(
             "model_call_ended",
-            ev.ModelCallEndedEvent(
+            lambda: ev.ModelCallEndedEvent(
                 run_id,
                 call_id,
                 info.provider,
@@ -188,7 +189,7 @@ class RuntimeHooks(LoopHooks):
         if not failed:
             self.fire(
                 "llm_output",
-                ev.LlmOutputEvent(
+                lambda: ev.LlmOutputEvent(
                     run_id,
                     self.ctx.session_id,
                     info.provider,

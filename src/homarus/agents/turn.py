@@ -178,13 +178,16 @@ class Turn:
         )
         self.phases = RunPhases(self.hooks)
         if not req.external_delivery:  # a chat channel fires it per message, with its own context
-            event = ev.MessageReceivedEvent(
-                req.message, channel=req.channel, session_key=key.canonical, run_id=req.run_id, context=self.ctx
+            self.hooks.fire(
+                "message_received",
+                lambda: ev.MessageReceivedEvent(
+                    req.message, channel=req.channel, session_key=key.canonical, run_id=req.run_id, context=self.ctx
+                ),
             )
-            self.hooks.fire("message_received", event)
         if self.ref.created:
             self.hooks.fire(
-                "session_start", ev.SessionStartEvent(self.ref.entry.session_id, key.canonical, context=self.ctx)
+                "session_start",
+                lambda: ev.SessionStartEvent(self.ref.entry.session_id, key.canonical, context=self.ctx),
             )
         return Step.PREPARE
 
@@ -447,8 +450,11 @@ class Turn:
                 outcome.silent = True  # a plugin cancelled the delivery
             else:
                 outcome.text = content
-            sent = ev.MessageSentEvent(to, outcome.text, content is not None, session_key=ctx.session_key, context=ctx)
-            hooks.fire("message_sent", sent)
+            sent = content is not None
+            hooks.fire(
+                "message_sent",
+                lambda: ev.MessageSentEvent(to, outcome.text, sent, session_key=ctx.session_key, context=ctx),
+            )
         await self._sync_transcript()  # what was said is durable before the run is reported done
         if req.on_end is not None:
             req.on_end(outcome)
@@ -456,15 +462,17 @@ class Turn:
         # holds what was said), so not synced before the answer goes out
         await self.rt.sessions.aupdate_entry(req.session_key, entry_changes(outcome, ending.final), synced=False)
         self.translator.lifecycle_end(outcome)
-        end = ev.AgentEndEvent(
-            req.run_id,
-            outcome.status == "ok",
-            [m.to_json() for m in ending.messages or []],
-            outcome.error,
-            outcome.ended_at - outcome.started_at,
-            context=ctx,
+        hooks.fire(
+            "agent_end",
+            lambda: ev.AgentEndEvent(
+                req.run_id,
+                outcome.status == "ok",
+                [m.to_json() for m in ending.messages or []],
+                outcome.error,
+                outcome.ended_at - outcome.started_at,
+                context=ctx,
+            ),
         )
-        hooks.fire("agent_end", end)
         self.outcome = outcome
         return Step.MAINTAIN if self.result is not None else Step.DONE
 

@@ -20,7 +20,6 @@ from typing import Any, cast
 
 from homarus.config.plugins import PluginEntryConfig
 from homarus.messages import ModelInfo
-from homarus.plugins.hookspecs import CONVERSATION_HOOKS, HOOKS, PROMPT_INJECTION_HOOKS
 from homarus.plugins.manifest import PluginManifest
 from homarus.plugins.registry import (
     MethodHandler,
@@ -153,6 +152,8 @@ class PluginApi:
         """
         if not self._check_open(f"on({hook!r})"):
             return False
+        from homarus.plugins.hookspecs import CONVERSATION_HOOKS, HOOKS, PROMPT_INJECTION_HOOKS
+
         spec = HOOKS.get(hook)
         if spec is None:
             return self._diag("warn", f"unknown typed hook {hook!r} ignored")

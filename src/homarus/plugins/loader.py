@@ -23,7 +23,6 @@ from homarus.config.plugins import PluginsConfig
 from homarus.config.schema import HomarusConfig
 from homarus.plugins.api import PluginApi
 from homarus.plugins.discovery import BUNDLED_PLUGINS, BundledPlugin, Candidate, discover_plugins, resolve_object
-from homarus.plugins.hookspecs import HOOKS
 from homarus.plugins.manifest import ManifestError, PluginManifest, parse_manifest, validate_plugin_config
 from homarus.plugins.registry import PluginRecord, PluginRegistry, ToolSink
 from homarus.plugins.runner import HookRunner
@@ -108,6 +107,8 @@ def _check_config_refs(pcfg: PluginsConfig, registry: PluginRegistry) -> None:
             )
     for plugin_id, entry in pcfg.entries.items():
         for hook in entry.hooks.timeouts:
+            from homarus.plugins.hookspecs import HOOKS  # only when a timeout is configured
+
             if hook not in HOOKS:
                 registry.diagnose(
                     "warn",

@@ -6,6 +6,10 @@ Order: higher ``priority`` first, registration order on ties. Each handler gets 
 a timed-out handler is not cancelled, only no longer waited for. Errors are logged with the
 plugin id and skipped, except on the fail-closed gates, where an error, a timeout or a malformed
 decision blocks.
+
+The hook catalogue (:mod:`homarus.plugins.hookspecs`, and with it every event type) is imported
+when a handler is registered or a hook without one is asked for its default result: a gateway
+whose plugins register no hook never loads it.
 """
 
 from __future__ import annotations
@@ -16,10 +20,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from homarus.plugins import events as ev
-from homarus.plugins.hookspecs import HOOKS, HookSpec, Merge, result_from
+
+if TYPE_CHECKING:
+    from homarus.plugins.hookspecs import HookSpec
 
 __all__ = ["HookOutcome", "HookRegistration", "HookRunner"]
 
@@ -62,6 +68,8 @@ class HookRunner:
 
     # -- registration -----------------------------------------------------------------------
     def add(self, reg: HookRegistration) -> HookRegistration:
+        from homarus.plugins.hookspecs import HOOKS
+
         if reg.hook not in HOOKS:
             raise ValueError(f"unknown hook {reg.hook!r}")
         self._order += 1
@@ -90,13 +98,15 @@ class HookRunner:
         regs = self.handlers(hook, tool_name)
         if not regs:
             return []
-        spec = HOOKS[hook]
+        spec = _spec(hook)
         results = await asyncio.gather(*(self._call(spec, r, event) for r in regs), return_exceptions=True)
         return [f"{reg.plugin_id}: {r}" for reg, r in zip(regs, results, strict=True) if isinstance(r, BaseException)]
 
     async def modify(self, hook: str, event: Any, *, tool_name: str | None = None) -> HookOutcome:
         """Run handlers one at a time by priority, merging their results by the hook's rule."""
-        spec = HOOKS[hook]
+        from homarus.plugins.hookspecs import Merge, result_from
+
+        spec = _spec(hook)
         assert spec.result is not None and spec.merge is not None
         acc = Merge(spec.result())
         outcome = HookOutcome(acc.value)
@@ -121,7 +131,9 @@ class HookRunner:
 
     async def claim(self, hook: str, event: Any) -> tuple[Any, str | None]:
         """First handler answering ``handled`` wins; returns (result, plugin) or (None, None)."""
-        spec = HOOKS[hook]
+        from homarus.plugins.hookspecs import result_from
+
+        spec = _spec(hook)
         for reg in self.handlers(hook):
             try:
                 value = result_from(spec, await self._call(spec, reg, event))
@@ -138,7 +150,9 @@ class HookRunner:
         A field a handler leaves ``None`` keeps an earlier handler's value, so a later ``{}`` or
         ``{"block": False}`` neither undoes an earlier rewrite nor hides it from the next handler.
         """
-        spec = HOOKS[hook]
+        from homarus.plugins.hookspecs import Merge, result_from
+
+        spec = _spec(hook)
         latest: Any = None
         for reg in self.handlers(hook):
             current = event if latest is None or spec.chain is None else spec.chain(event, Merge(latest))
@@ -207,6 +221,12 @@ class HookRunner:
         self.calls[key] = self.calls.get(key, 0) + 1
         if self.trace:
             log.info("[hooks] %s → %s (%.3f ms)", hook, reg.plugin_id, (time.perf_counter() - started) * 1000)
+
+
+def _spec(hook: str) -> HookSpec:
+    from homarus.plugins.hookspecs import HOOKS
+
+    return HOOKS[hook]
 
 
 def _blocked(spec: HookSpec, plugin_id: str, exc: Exception) -> Any:
