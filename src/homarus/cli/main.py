@@ -161,6 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the top level takes no option with a value: the first other word names the command
     command = next((w for w in words if not w.startswith("-")), None)
     known = command in COMMAND_NAMES
+    if known:
+        from homarus.entry_points import skip_pydantic_plugin_scan
+
+        skip_pydantic_plugin_scan()  # before the command builds its first model
     parser = build_parser(command if known else None, listing=not known)
     args = parser.parse_args(words)
     if args.command is None:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from homarus.config.base import DEFAULTS, ConfigModel, lazy_section
 from homarus.config.heartbeat import HeartbeatConfig
+from homarus.patterns import Pattern
 
 if TYPE_CHECKING:
     from homarus.config.memory import MemorySearchConfig
@@ -39,7 +40,7 @@ _MEMORY_SEARCH = "homarus.config.memory:MemorySearchConfig"
 class ModelChoice(ConfigModel):
     """``primary`` model ref (``<provider>/<model>``) and the ``fallbacks`` tried in order."""
 
-    primary: str | None = Field(None, pattern=_MODEL_REF)
+    primary: Annotated[str, Pattern(_MODEL_REF)] | None = None
     fallbacks: tuple[str, ...] = ()
 
     @field_validator("fallbacks")
@@ -79,7 +80,7 @@ class CompactionConfig(ConfigModel):
 
 
 class AgentEntry(ConfigModel):
-    id: str = Field(pattern=_AGENT_ID_PATTERN)
+    id: Annotated[str, Pattern(_AGENT_ID_PATTERN)]
     default: bool = False
     name: str | None = None
     workspace: str | None = None

@@ -9,11 +9,12 @@ session-key prefixes must leave room for the generated ``hook:<uuid>`` keys.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from homarus.config.base import ConfigModel
+from homarus.patterns import Pattern
 
 __all__ = ["HookMapping", "HookMatch", "HookTransform", "HooksConfig"]
 
@@ -29,7 +30,7 @@ class HookTransform(ConfigModel):
     #: a ``.py`` file relative to ``hooks.transformsDir`` (never outside it)
     module: str = Field(min_length=1, max_length=256)
     #: the function to call (default ``transform``)
-    export: str = Field("transform", pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
+    export: Annotated[str, Pattern(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")] = "transform"
 
 
 class HookMapping(ConfigModel):

@@ -22,12 +22,14 @@ from __future__ import annotations
 import logging
 import re
 from functools import lru_cache
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import ConfigDict, Field, PrivateAttr, RootModel, field_validator, model_validator
 
 from homarus.config import channel_registry
 from homarus.config.base import ConfigModel
+from homarus.entry_points import entry_points
+from homarus.patterns import Pattern
 
 __all__ = [
     "Binding",
@@ -73,7 +75,7 @@ class TopicConfig(ConfigModel):
     group_policy: GroupPolicy | None = None
     allow_from: tuple[str, ...] | None = Field(None, max_length=1000)
     #: the agent that answers in this topic (topic-only: never inherited)
-    agent_id: str | None = Field(None, pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    agent_id: Annotated[str, Pattern(r"^[a-z0-9][a-z0-9_-]{0,63}$")] | None = None
 
     @field_validator("allow_from", mode="before")
     @classmethod
@@ -159,7 +161,7 @@ class ChannelConfig(ChannelAccountConfig):
     model_config = ConfigDict(extra="allow")
 
     accounts: dict[str, OtherAccountConfig] = Field(default_factory=dict, max_length=100)
-    default_account: str | None = Field(None, pattern=_ACCOUNT_ID)
+    default_account: Annotated[str, Pattern(_ACCOUNT_ID)] | None = None
 
     @field_validator("accounts")
     @classmethod
@@ -248,10 +250,8 @@ def _resolve(channel_id: str, ref: str) -> type[ChannelConfig]:
 
 @lru_cache(maxsize=1)
 def _declared_schemas() -> dict[str, type[ChannelConfig]]:
-    import importlib.metadata
-
     found: dict[str, type[ChannelConfig]] = {}
-    for ep in importlib.metadata.entry_points(group=CHANNEL_CONFIG_GROUP):
+    for ep in entry_points(CHANNEL_CONFIG_GROUP):
         try:
             model = ep.load()
         except Exception:  # a broken package must not break every config load: its channel stays untyped
@@ -307,7 +307,7 @@ class BindingPeer(ConfigModel):
 
 
 class BindingMatch(ConfigModel):
-    channel: str = Field(pattern=r"^[a-z][a-z0-9_-]{0,31}$")
+    channel: Annotated[str, Pattern(r"^[a-z][a-z0-9_-]{0,31}$")]
     #: one account; omitted: the channel's default account only; ``"*"``: every account
     account_id: str | None = Field(None, max_length=64)
     peer: BindingPeer | None = None
@@ -323,7 +323,7 @@ class BindingSession(ConfigModel):
 class Binding(ConfigModel):
     """Route a slice of inbound traffic to an agent (bindings choose; they never admit)."""
 
-    agent_id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    agent_id: Annotated[str, Pattern(r"^[a-z0-9][a-z0-9_-]{0,63}$")]
     match: BindingMatch
     session: BindingSession | None = None
     comment: str | None = Field(None, max_length=500)

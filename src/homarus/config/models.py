@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, field_validator
 
 from homarus.config.base import ConfigModel
+from homarus.patterns import Pattern
 
 __all__ = ["ModelCost", "ModelEntry", "ModelsConfig", "ProviderConfig"]
 
@@ -33,7 +34,7 @@ class ModelEntry(ConfigModel):
 
 class ProviderConfig(ConfigModel):
     api: Api = "openai-completions"
-    base_url: str | None = Field(None, pattern=r"^https?://")
+    base_url: Annotated[str, Pattern(r"^https?://")] | None = None
     #: falls back to $<PROVIDER>_API_KEY (e.g. OPENAI_API_KEY, ANTHROPIC_API_KEY)
     api_key: SecretStr | None = None
     headers: dict[str, str] = Field(default_factory=dict)

@@ -7,11 +7,12 @@ Wire it with one line in :class:`homarus.config.agents.AgentsDefaults`::
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from homarus.config.base import ConfigModel
+from homarus.patterns import Pattern
 
 __all__ = [
     "SandboxBrowserConfig",
@@ -58,8 +59,8 @@ class SandboxDockerConfig(ConfigModel):
 
     image: str = Field("homarus-sandbox:bookworm-slim", min_length=1)
     #: container names are ``<prefix><slug of the scope key>-<hash>``
-    container_prefix: str = Field("homarus-sbx-", pattern=r"^[a-z0-9][a-z0-9_.-]{0,31}$")
-    workdir: str = Field("/workspace", pattern=r"^/")
+    container_prefix: Annotated[str, Pattern(r"^[a-z0-9][a-z0-9_.-]{0,31}$")] = "homarus-sbx-"
+    workdir: Annotated[str, Pattern(r"^/")] = "/workspace"
     read_only_root: bool = True
     tmpfs: list[str] = Field(default_factory=lambda: ["/tmp", "/var/tmp", "/run"])  # noqa: S108
     #: ``none``, ``bridge`` or a network name; ``host`` is refused, ``container:<id>`` needs the danger flag

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
 from homarus.config.base import ConfigModel
 from homarus.config.values import parse_duration_ms
+from homarus.patterns import Pattern
 
 __all__ = ["SessionConfig", "SessionMaintenance"]
 
@@ -17,7 +18,7 @@ class SessionMaintenance(ConfigModel):
     """Keeps the session index bounded: ``warn`` only logs, ``enforce`` prunes (main sessions are kept)."""
 
     mode: Literal["warn", "enforce"] = "warn"
-    prune_after: str = Field("30d", pattern=r"^\d+(ms|s|m|h|d)$")
+    prune_after: Annotated[str, Pattern(r"^\d+(ms|s|m|h|d)$")] = "30d"
     max_entries: int = Field(500, ge=1, le=1_000_000)
 
     @property
@@ -26,7 +27,7 @@ class SessionMaintenance(ConfigModel):
 
 
 class SessionConfig(ConfigModel):
-    main_key: str = Field("main", pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")
+    main_key: Annotated[str, Pattern(r"^[a-z0-9][a-z0-9_-]{0,63}$")] = "main"
     scope: Literal["per-sender", "global"] = "per-sender"
     #: where chat DMs land: the agent's main session (``main``), or one session per sender
     #: (``per-peer``), per channel and sender, or per account, channel and sender

@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from homarus.patterns import Pattern
+
 __all__ = [
     "AgentTurnPayload",
     "AtSchedule",
@@ -147,7 +149,7 @@ class JobCreate(_JobFields):
 
 
 class CronJob(_JobFields):
-    id: str = Field(pattern=JOB_ID_PATTERN)
+    id: Annotated[str, Pattern(JOB_ID_PATTERN)]
     session_target: Literal["main", "isolated"]
     created_at_ms: int = Field(ge=0)
     updated_at_ms: int = Field(ge=0)

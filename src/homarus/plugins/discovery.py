@@ -22,19 +22,22 @@ by the current user or root. A failing candidate keeps its id and is reported ``
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import os
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib.machinery import PathFinder
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from homarus.config.plugins import PluginsConfig
+from homarus.entry_points import entry_points
 from homarus.plugins.manifest import MANIFEST_FILE, ManifestError, PluginManifest, parse_manifest, read_manifest
 from homarus.plugins.presence import ENTRY_POINT_GROUP
 from homarus.plugins.registry import Diagnostic, Origin
+
+if TYPE_CHECKING:
+    from importlib.metadata import Distribution
 
 __all__ = [
     "BUNDLED_PLUGINS",
@@ -223,7 +226,7 @@ def check_safety(root: Path, entry: Path, *, uid: int) -> tuple[str | None, str 
 def _entry_points(diags: list[Diagnostic]) -> list[Candidate]:
     importlib.invalidate_caches()
     out = []
-    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+    for ep in sorted(entry_points(ENTRY_POINT_GROUP), key=lambda e: e.name):
         module, _, attr = ep.value.partition(":")
         module, attr = module.strip(), attr.strip()
         dist_name = ep.dist.name if ep.dist is not None else "?"
@@ -255,7 +258,7 @@ def _entry_points(diags: list[Diagnostic]) -> list[Candidate]:
     return out
 
 
-def _module_file(module: str, dist: importlib.metadata.Distribution | None) -> Path | None:
+def _module_file(module: str, dist: Distribution | None) -> Path | None:
     """Where ``module``'s source is, found without importing it (nor its parent packages)."""
     parts = module.split(".")
     wanted = {"/".join(parts) + ".py", "/".join([*parts, "__init__.py"])}

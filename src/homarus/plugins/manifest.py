@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel
 from homarus.config import json5_text
 from homarus.config.plugins import PLUGIN_ID_PATTERN
 from homarus.errors import UserError
+from homarus.patterns import Pattern
 
 __all__ = [
     "MANIFEST_FILE",
@@ -53,7 +54,7 @@ class PluginContracts(_ManifestModel):
 
 
 class PluginManifest(_ManifestModel):
-    id: str = Field(pattern=PLUGIN_ID_PATTERN)
+    id: Annotated[str, Pattern(PLUGIN_ID_PATTERN)]
     #: JSON Schema of ``plugins.entries.<id>.config``
     config_schema: dict[str, Any]
     name: str | None = None

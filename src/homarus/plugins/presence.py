@@ -7,9 +7,10 @@ must then be live from the first moment). The sources are discovery's, checked f
 
 from __future__ import annotations
 
-import importlib.metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
+
+from homarus.entry_points import entry_points
 
 if TYPE_CHECKING:
     from homarus.config.plugins import PluginsConfig
@@ -28,7 +29,7 @@ def installed_plugins_present(config: PluginsConfig, *, state_dir: Path, workspa
         return True
     if workspace is not None and config.workspace.enabled and _has_plugin_dirs(workspace / ".homarus" / "extensions"):
         return True
-    return bool(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP))
+    return bool(entry_points(ENTRY_POINT_GROUP))
 
 
 def _has_plugin_dirs(root: Path) -> bool:

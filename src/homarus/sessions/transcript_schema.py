@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from homarus.patterns import Pattern
+
 __all__ = ["CURRENT_VERSION", "ENTRY_ADAPTER", "TranscriptEntry"]
 
 CURRENT_VERSION = 3
@@ -71,7 +73,7 @@ AgentMessage = Annotated[UserMessage | AssistantMessage | ToolResultMessage, Fie
 
 
 class _Entry(_Open):
-    id: str | None = Field(default=None, pattern=r"^[0-9a-f]{8}$")
+    id: Annotated[str, Pattern(r"^[0-9a-f]{8}$")] | None = None
     parent_id: str | None = Field(default=None, alias="parentId")
     timestamp: str | None = None
 

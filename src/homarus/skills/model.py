@@ -16,13 +16,14 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from homarus.config.skills import SKILL_NAME_PATTERN
 from homarus.errors import InvalidRequest
+from homarus.patterns import Pattern
 
 __all__ = [
     "BUNDLED_INDEX",
@@ -122,10 +123,10 @@ class SkillRequires(_Model):
 
 
 class SkillMeta(_Model):
-    name: str = Field(pattern=SKILL_NAME_PATTERN)
+    name: Annotated[str, Pattern(SKILL_NAME_PATTERN)]
     description: str = Field(min_length=1, max_length=MAX_DESCRIPTION_CHARS)
     requires: SkillRequires = Field(default_factory=SkillRequires)
-    homepage: str | None = Field(default=None, max_length=2048, pattern=r"^https?://\S+$")
+    homepage: Annotated[str, Field(max_length=2048), Pattern(r"^https?://\S+$")] | None = None
     version: str | None = Field(default=None, max_length=64)
     emoji: str | None = Field(default=None, max_length=16)
 

@@ -5,10 +5,12 @@ transport (its token, the Bot API root, a webhook). Brought by the Telegram plug
 from __future__ import annotations
 
 import re
+from typing import Annotated
 
 from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from homarus.config.channels import ChannelAccountConfig, ChannelConfig
+from homarus.patterns import Pattern
 
 __all__ = ["TelegramAccountConfig", "TelegramConfig"]
 
@@ -21,13 +23,13 @@ class TelegramAccountConfig(ChannelAccountConfig):
     #: a file holding the token (a regular file, not a symlink)
     token_file: str | None = Field(None, max_length=4096)
     #: the Bot API root, without ``/bot<token>`` (a local Bot API server, tests)
-    api_root: str | None = Field(None, pattern=r"^https?://[^\s/?#]+(/[^\s?#]*)?$", max_length=512)
+    api_root: Annotated[str, Field(max_length=512), Pattern(r"^https?://[^\s/?#]+(/[^\s?#]*)?$")] | None = None
     #: set: Telegram POSTs updates to this public URL instead of being long-polled
-    webhook_url: str | None = Field(None, pattern=r"^https://[^\s]+$", max_length=2048)
+    webhook_url: Annotated[str, Field(max_length=2048), Pattern(r"^https://[^\s]+$")] | None = None
     #: checked against ``X-Telegram-Bot-Api-Secret-Token`` (required with ``webhookUrl``)
     webhook_secret: SecretStr | None = None
     #: where the gateway serves the webhook
-    webhook_path: str | None = Field(None, pattern=r"^/[A-Za-z0-9._~/-]{1,128}$")
+    webhook_path: Annotated[str, Pattern(r"^/[A-Za-z0-9._~/-]{1,128}$")] | None = None
 
     @field_validator("webhook_secret")
     @classmethod

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
@@ -17,6 +17,7 @@ from homarus.agents.request import RunRequest
 from homarus.errors import InvalidRequest, Unavailable
 from homarus.gateway.router import MethodCall, Params
 from homarus.gateway.services.warm import runs_ready
+from homarus.patterns import Pattern
 from homarus.protocol.compat import INTERNAL, Unsupported, compat_params
 from homarus.security.scopes import ADMIN
 from homarus.usecases.commands import run_command
@@ -89,7 +90,7 @@ class AgentParams(Params):
     reply_to: str | None = Field(default=None, alias="replyTo", max_length=512)
     timeout: int | None = Field(default=None, ge=1, le=86_400)
     best_effort_deliver: bool | None = Field(default=None, alias="bestEffortDeliver")
-    lane: str | None = Field(default=None, pattern="^(main|subagent|cron|nested)$")
+    lane: Annotated[str, Pattern("^(main|subagent|cron|nested)$")] | None = None
     extra_system_prompt: str | None = Field(default=None, alias="extraSystemPrompt", max_length=100_000)
     label: str | None = Field(default=None, max_length=100)
     attachments: list[dict[str, Any]] | None = Field(default=None, max_length=8)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from homarus.channels.pairing import MAX_PENDING, TTL_MS
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
+from homarus.patterns import Pattern
 from homarus.protocol.compat import Unsupported, compat_params
 from homarus.security.scopes import ADMIN, PAIRING
 
@@ -88,7 +89,7 @@ class SendParams(Params):
     reply_to_id: str | None = Field(default=None, alias="replyToId", max_length=128)
     agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
     session_key: str | None = Field(default=None, alias="sessionKey", max_length=512)
-    parse_mode: str | None = Field(default=None, alias="parseMode", pattern="^HTML$")
+    parse_mode: Annotated[str, Pattern("^HTML$")] | None = Field(default=None, alias="parseMode")
     idempotency_key: str = Field(alias="idempotencyKey", min_length=1, max_length=256)
 
 

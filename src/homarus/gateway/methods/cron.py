@@ -7,12 +7,13 @@ loaded and started on first use when no job store existed at start.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, model_validator
 
 from homarus.errors import InvalidRequest
 from homarus.gateway.router import EmptyParams, MethodCall, Params
+from homarus.patterns import Pattern
 from homarus.protocol.compat import Unsupported, compat_params
 
 __all__: list[str] = []
@@ -21,8 +22,8 @@ _JOB_ID = r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
 
 
 class _JobRef(Params):
-    id: str | None = Field(default=None, pattern=_JOB_ID)
-    job_id: str | None = Field(default=None, alias="jobId", pattern=_JOB_ID)
+    id: Annotated[str, Pattern(_JOB_ID)] | None = None
+    job_id: Annotated[str, Pattern(_JOB_ID)] | None = Field(default=None, alias="jobId")
 
     @model_validator(mode="after")
     def _one_id(self) -> _JobRef:
@@ -106,8 +107,8 @@ class RunsParams(Params):
     """One job's runs (``scope: "job"``, the default when an id is given) or every job's."""
 
     scope: Literal["job", "all"] | None = None
-    id: str | None = Field(default=None, pattern=_JOB_ID)
-    job_id: str | None = Field(default=None, alias="jobId", pattern=_JOB_ID)
+    id: Annotated[str, Pattern(_JOB_ID)] | None = None
+    job_id: Annotated[str, Pattern(_JOB_ID)] | None = Field(default=None, alias="jobId")
     limit: int = Field(default=50, ge=1, le=200)
     offset: int = Field(default=0, ge=0)
     statuses: list[str] | None = Field(default=None, max_length=10)

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from homarus.errors import Forbidden, NotFound
 from homarus.gateway.router import MethodCall, Params
+from homarus.patterns import Pattern
 from homarus.protocol.limits import CloseCode
 from homarus.security.scopes import ADMIN, PAIRING
 
@@ -33,7 +34,7 @@ class RenameParams(DeviceParams):
 
 
 class TokenParams(DeviceParams):
-    role: str = Field(default="operator", pattern="^(operator|node)$")
+    role: Annotated[str, Pattern("^(operator|node)$")] = "operator"
 
 
 def _close_device(call: MethodCall, device_id: str, reason: str) -> int:

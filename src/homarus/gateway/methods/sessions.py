@@ -9,12 +9,13 @@ import asyncio
 import contextlib
 import time
 import uuid
-from typing import Any, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field
 
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
+from homarus.patterns import Pattern
 from homarus.plugins import events as ev
 from homarus.protocol.compat import (
     NO_BOARDS,
@@ -167,7 +168,7 @@ class CreateParams(Params):
 class ResetParams(Params):
     key: str = _Key
     agent_id: str | None = Field(default=None, alias="agentId", max_length=64)
-    reason: str | None = Field(default=None, pattern="^(new|reset)$")
+    reason: Annotated[str, Pattern("^(new|reset)$")] | None = None
     #: refuse when the session was replaced since the caller looked (a second reset or delete)
     expected_session_id: str | None = Field(default=None, alias="expectedSessionId", max_length=128)
 

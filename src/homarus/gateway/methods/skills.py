@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
@@ -19,6 +19,7 @@ from homarus.config.skills import SKILL_NAME_PATTERN
 from homarus.errors import ConfigError, InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
 from homarus.gateway.services.skills import plugin_skill_dirs
+from homarus.patterns import Pattern
 from homarus.protocol.compat import Unsupported, compat_params
 from homarus.security.scopes import READ
 from homarus.skills.catalog import SkillsView, load_view
@@ -36,15 +37,15 @@ _AGENT_ID = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 
 @compat_params(inert={"sessionKey": "skills are per agent (agentId); every session of an agent sees the same"})
 class StatusParams(Params):
-    agent_id: str | None = Field(default=None, alias="agentId", pattern=_AGENT_ID)
+    agent_id: Annotated[str, Pattern(_AGENT_ID)] | None = Field(default=None, alias="agentId")
 
 
 @compat_params(
     unsupported={"slug": Unsupported("skills come from the workspace and the config, not a registry: use name")}
 )
 class DetailParams(Params):
-    agent_id: str | None = Field(default=None, alias="agentId", pattern=_AGENT_ID)
-    name: str = Field(pattern=SKILL_NAME_PATTERN)
+    agent_id: Annotated[str, Pattern(_AGENT_ID)] | None = Field(default=None, alias="agentId")
+    name: Annotated[str, Pattern(SKILL_NAME_PATTERN)]
 
 
 class InstallParams(Params):
@@ -54,7 +55,7 @@ class InstallParams(Params):
 
 
 class UpdateParams(Params):
-    skill_key: str = Field(alias="skillKey", pattern=SKILL_NAME_PATTERN)
+    skill_key: Annotated[str, Pattern(SKILL_NAME_PATTERN)] = Field(alias="skillKey")
     enabled: bool | None = None
     env: dict[str, str] | None = None
     config: dict[str, Any] | None = None
