@@ -15,6 +15,7 @@ an unanchored search where ``$`` is the end of the text; a mismatch is the same 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,13 @@ def python_pattern(pattern: str) -> str:
     return "".join(out)
 
 
+@functools.cache  # the patterns written in the code: a few dozen
+def _compiled(source: str) -> re.Pattern[str]:
+    """Compiled with the first value it checks: a model built at start whose field is not in the
+    input costs no compilation."""
+    return re.compile(python_pattern(source))
+
+
 @dataclass(frozen=True, slots=True)
 class Pattern:
     """The value must contain a match of ``source`` (anchor it with ``^…$`` for the whole value).
@@ -59,11 +67,11 @@ class Pattern:
     source: str
 
     def __get_pydantic_core_schema__(self, source_type: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
-        search = re.compile(python_pattern(self.source)).search
-        context = {"pattern": self.source}
+        source = self.source
+        context = {"pattern": source}
 
         def check(value: str) -> str:
-            if search(value) is None:
+            if _compiled(source).search(value) is None:
                 raise PydanticCustomError("string_pattern_mismatch", "String should match pattern '{pattern}'", context)
             return value
 
