@@ -112,3 +112,50 @@ def test_owners_are_named_with_their_channel_and_ownership_bypasses_nothing() ->
 def test_normalize_sender_strips_known_prefixes_only() -> None:
     assert normalize_sender(" TG:123 ", PREFIXES) == "123"
     assert normalize_sender("whatsapp:123", PREFIXES) == "whatsapp:123"
+
+
+# -- a chat inside a parent (a Discord guild's channel) ---------------------------------------------
+def in_guild(
+    sender: str = "42", channel: str = "c1", guild: str = "g1", *, roles: tuple[str, ...] = (), mention: bool = True
+) -> InboundMessage:
+    return InboundMessage(
+        "discord", "default", "channel", channel, "m1", sender, parent_id=guild, roles=roles, was_mentioned=mention
+    )
+
+
+def guild_verdict(msg: InboundMessage, **cfg: Any) -> Decision:
+    from homarus.config.channels import ChannelConfig
+
+    account = ChannelConfig.model_validate(cfg).account("default")
+    return decide(msg, account, owners=(), prefixes=("discord:",), paired=lambda s: False)
+
+
+def test_a_parents_entry_allows_its_chats_and_its_topics_are_the_allowed_chats() -> None:
+    assert guild_verdict(in_guild(), groups={"g1": {"allowFrom": ["42"]}}).verdict == "admit"
+    assert guild_verdict(in_guild(guild="g2"), groups={"g1": {"allowFrom": ["42"]}}).reason == "group not in groups"
+    only_c2 = {"g1": {"allowFrom": ["42"], "topics": {"c2": {}}}}
+    assert guild_verdict(in_guild(), groups=only_c2).reason == "channel not in its parent's allowed channels"
+    assert guild_verdict(in_guild(channel="c2"), groups=only_c2).verdict == "admit"
+    closed = {"g1": {"allowFrom": ["42"], "topics": {"c1": {"enabled": False}, "*": {}}}}
+    assert guild_verdict(in_guild(), groups=closed).verdict == "drop"
+    assert guild_verdict(in_guild(channel="c3"), groups=closed).verdict == "admit"
+    # the chat's own entry wins over its parent's
+    own = {"c1": {"allowFrom": ["7"]}, "g1": {"allowFrom": ["42"]}}
+    assert guild_verdict(in_guild(), groups=own).reason == "sender not allowed in this group"
+
+
+def test_a_parents_chat_keeps_mention_gating_and_its_own_settings() -> None:
+    groups = {"g1": {"allowFrom": ["42"], "topics": {"c1": {"requireMention": False}}}}
+    assert guild_verdict(in_guild(mention=False), groups=groups).verdict == "admit"
+    assert guild_verdict(in_guild(channel="c9", mention=False), groups={"g1": {"allowFrom": ["42"]}}).verdict == (
+        "observe"
+    )
+
+
+def test_a_role_admits_a_sender_not_listed_by_id() -> None:
+    groups = {"g1": {"allowFrom": ["7"], "roles": ["r-admin"]}}
+    assert guild_verdict(in_guild(roles=("r-admin",)), groups=groups).verdict == "admit"
+    assert guild_verdict(in_guild(roles=("r-guest",)), groups=groups).verdict == "drop"
+    per_channel = {"g1": {"roles": ["r-admin"], "topics": {"c1": {"roles": ["r-ops"]}}}}
+    assert guild_verdict(in_guild(roles=("r-admin",)), groups=per_channel).verdict == "drop"
+    assert guild_verdict(in_guild(roles=("r-ops",)), groups=per_channel).verdict == "admit"

@@ -7,9 +7,14 @@ pairing code — nothing of their message reaches a model.
 
 Groups: the group must be allowed (``groups.<chatId>`` or ``groups."*"``; with no ``groups`` at
 all only ``groupPolicy: open`` lets groups in), then the sender (``groupPolicy`` ``open``, or the
-first ``allowFrom`` of topic → group → ``groupAllowFrom`` → ``allowFrom``; DM pairing approvals
-never count in groups). An admitted group message that does not address the bot (mention or
-reply, ``requireMention``, default true) is only observed: recorded, no run.
+first ``allowFrom`` of topic → group → ``groupAllowFrom`` → ``allowFrom``, or one of the first
+``roles`` of topic → group; DM pairing approvals never count in groups). An admitted group message
+that does not address the bot (mention or reply, ``requireMention``, default true) is only
+observed: recorded, no run.
+
+A chat inside a parent (a Discord guild's channel, a Slack team's channel) may instead be allowed
+by its parent's entry (``groups.<parentId>``): the parent's ``topics`` are then its chats, and
+when it lists any, only those (or ``"*"``) are allowed.
 
 Owners (``commands.ownerAllowFrom``) may run owner-only commands and approve tools from a chat;
 ownership does not bypass any of the above.
@@ -117,15 +122,24 @@ def _group(msg: InboundMessage, settings: Mapping[str, Any], owner: bool, prefix
         return Decision("drop", "groups are disabled")
     groups: Mapping[str, GroupConfig] | None = settings.get("groups")
     group = None
+    #: the key of the topic level: the thread in a chat's own entry, the chat in its parent's
+    topic_key = msg.thread_id
     if groups:
-        group = groups.get(msg.chat_id) or groups.get("*")
+        group = groups.get(msg.chat_id)
+        if group is None and msg.parent_id:
+            group = groups.get(msg.parent_id) or groups.get("*")
+            topic_key = msg.chat_id
+        elif group is None:
+            group = groups.get("*")
         if group is None:
             return Decision("drop", "group not in groups")
     elif account_policy != "open":
         return Decision("drop", "no groups are allowed (add them under groups)")
     topic: TopicConfig | None = None
-    if group is not None and msg.thread_id:
-        topic = group.topics.get(msg.thread_id) or group.topics.get("*")
+    if group is not None and topic_key:
+        topic = group.topics.get(topic_key) or group.topics.get("*")
+        if topic is None and topic_key == msg.chat_id and group.topics:
+            return Decision("drop", "channel not in its parent's allowed channels")
     enabled = _first(topic and topic.enabled, group and group.enabled)
     if enabled is False:
         return Decision("drop", "group or topic disabled")
@@ -139,9 +153,10 @@ def _group(msg: InboundMessage, settings: Mapping[str, Any], owner: bool, prefix
             settings.get("group_allow_from"),
             settings.get("allow_from"),
         )
-        if not _listed(msg.sender_id, senders, prefixes):
+        roles = _first(topic and topic.roles, group and group.roles)
+        if not _listed(msg.sender_id, senders, prefixes) and not set(roles or ()) & set(msg.roles):
             return Decision("drop", "sender not allowed in this group")
-    topic_agent = topic.agent_id if topic is not None and msg.thread_id in (group.topics if group else {}) else None
+    topic_agent = topic.agent_id if topic is not None and topic_key in (group.topics if group else {}) else None
     require = _first(topic and topic.require_mention, group and group.require_mention, settings.get("require_mention"))
     if require is not False and not (msg.was_mentioned or msg.reply_to_bot):
         return Decision("observe", "not addressed to the bot", "group", owner, topic_agent)

@@ -74,10 +74,12 @@ class TopicConfig(ConfigModel):
     require_mention: bool | None = None
     group_policy: GroupPolicy | None = None
     allow_from: tuple[str, ...] | None = Field(None, max_length=1000)
+    #: senders with one of these roles may talk too (Discord role ids)
+    roles: tuple[str, ...] | None = Field(None, max_length=1000)
     #: the agent that answers in this topic (topic-only: never inherited)
     agent_id: Annotated[str, Pattern(r"^[a-z0-9][a-z0-9_-]{0,63}$")] | None = None
 
-    @field_validator("allow_from", mode="before")
+    @field_validator("allow_from", "roles", mode="before")
     @classmethod
     def _norm(cls, v: Any) -> Any:
         return _senders(v)
@@ -91,9 +93,12 @@ class GroupConfig(ConfigModel):
     #: ``open``: any member may talk; ``allowlist``: only ``allowFrom`` here (else the channel's)
     group_policy: GroupPolicy | None = None
     allow_from: tuple[str, ...] | None = Field(None, max_length=1000)
+    #: senders with one of these roles may talk too (Discord role ids)
+    roles: tuple[str, ...] | None = Field(None, max_length=1000)
+    #: the topics (threads) of this group; for a parent's entry (a guild), its chats (channels)
     topics: dict[str, TopicConfig] = Field(default_factory=dict, max_length=1000)
 
-    @field_validator("allow_from", mode="before")
+    @field_validator("allow_from", "roles", mode="before")
     @classmethod
     def _norm(cls, v: Any) -> Any:
         return _senders(v)
