@@ -27,13 +27,14 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, unquote
 
 from tests.fakes.http_wire import read_request
+from tests.fakes.threaded import in_thread
 
 __all__ = ["BOT_ID", "FakeTelegram", "SentMessage", "run_fake_telegram"]
 
@@ -540,33 +541,15 @@ FAKE_TOKEN = "123456789:AAEhBP0av28fakeFAKEfakeFAKEfake0123"
 @contextlib.contextmanager
 def run_fake_telegram(token: str = FAKE_TOKEN) -> Iterator[FakeTelegram]:
     fake = FakeTelegram(token)
-    ready = threading.Event()
-    state: dict[str, Any] = {}
 
-    async def main() -> None:
-        stop = asyncio.Event()
+    async def main(stop: asyncio.Event, ready: Callable[[], None]) -> None:
         fake._loop = asyncio.get_running_loop()
         fake._new_update = asyncio.Event()
-        state["loop"], state["stop"] = fake._loop, stop
         server = await asyncio.start_server(fake.handle, fake.host, 0, limit=1 << 24)
         fake.port = server.sockets[0].getsockname()[1]
-        ready.set()
+        ready()
         await stop.wait()
         server.close()
 
-    def target() -> None:
-        try:
-            asyncio.run(main())
-        except BaseException as exc:
-            state["error"] = exc
-            ready.set()
-
-    thread = threading.Thread(target=target, name="fake-telegram", daemon=True)
-    thread.start()
-    if not ready.wait(10) or "error" in state:
-        raise RuntimeError(f"fake Telegram server did not start: {state.get('error')!r}")
-    try:
+    with in_thread("fake-telegram", main):
         yield fake
-    finally:
-        state["loop"].call_soon_threadsafe(state["stop"].set)
-        thread.join(10)

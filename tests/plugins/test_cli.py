@@ -66,13 +66,22 @@ def test_list(state: Path) -> None:
         "builtin-tools": ["bundled", "loaded", "0.1.0", "0"],
         "channels": ["bundled", "loaded", "0.1.0", "0"],
         "telegram": ["bundled", "loaded", "0.1.0", "0"],
+        "discord": ["bundled", "loaded", "0.1.0", "0"],
         "broken": ["global", "error", "-", "1"],
         "good": ["global", "loaded", "1.0.0", "0"],
         "greedy": ["global", "loaded", "-", "1"],
     }
     rows_json = json_out(cli(state, "list", "--json"))
-    assert [r["id"] for r in rows_json] == ["builtin-tools", "channels", "telegram", "broken", "good", "greedy"]
-    assert rows_json[4] == {
+    assert [r["id"] for r in rows_json] == [
+        "builtin-tools",
+        "channels",
+        "telegram",
+        "discord",
+        "broken",
+        "good",
+        "greedy",
+    ]
+    assert rows_json[5] == {
         "id": "good",
         "name": "Good",
         "version": "1.0.0",
@@ -123,7 +132,7 @@ def test_info(state: Path) -> None:
 def test_doctor_and_enable_disable(state: Path) -> None:
     doctor = cli(state, "doctor")
     assert doctor.returncode == 1, doctor.stdout + doctor.stderr
-    assert "6 plugin(s): 1 error, 5 loaded" in doctor.stdout
+    assert "7 plugin(s): 1 error, 6 loaded" in doctor.stdout
     assert (
         "error: [broken] plugin failed during register: import raised ImportError('missing dependency')"
         in doctor.stdout

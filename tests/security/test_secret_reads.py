@@ -39,7 +39,8 @@ CONFIG: dict[str, Any] = {
             "accounts": {
                 "second": {"enabled": False, "botToken": s("bot2"), "webhookSecret": "Whsec2222222222abcdefXYZ"}
             },
-        }
+        },
+        "discord": {"enabled": False, "token": s("discord"), "accounts": {"ops": {"token": s("discord2")}}},
     },
     "cron": {"webhookToken": s("cronhook")},
     "hooks": {"token": s("hooks")},
@@ -68,6 +69,7 @@ SECRETS = [
     "Whsec0123456789abcdefXYZ",
     "Whsec2222222222abcdefXYZ",
     *(s(n) for n in ("gwpassword", "memkey", "memheader", "sandboxenv", "bot", "bot2", "cronhook", "hooks")),
+    *(s(n) for n in ("discord", "discord2")),
     *(s(n) for n in ("mcpenv", "mcpheader", "urlpassword", "providerkey", "providerheader", "skillenv", "searchkey")),
 ]
 

@@ -105,7 +105,8 @@ class ChannelAccount(Protocol):
     async def stop(self) -> None: ...
 
     def health(self) -> dict[str, Any]:
-        """``{state, lastError?, lastInboundAt?, lastOutboundAt?, identity?, mode?}`` (no secrets)."""
+        """``{state, lastError?, lastInboundAt?, lastOutboundAt?, identity?, mode?, details?}`` (no
+        secrets; ``details``: the channel's own runtime facts, shown as they are by ``channels.status``)."""
         ...
 
     async def send(self, message: OutboundMessage, on_transmitted: Transmitted) -> SendReceipt: ...

@@ -65,6 +65,7 @@ BUNDLED_PLUGINS: tuple[BundledPlugin, ...] = (
     BundledPlugin("homarus.tools.builtin"),
     BundledPlugin("homarus.channels.plugin"),
     BundledPlugin("homarus.channels.telegram.plugin"),
+    BundledPlugin("homarus.channels.discord.plugin"),
 )
 
 

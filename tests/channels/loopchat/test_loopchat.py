@@ -109,12 +109,20 @@ def test_onboarding_offers_the_channel_with_its_own_question(tmp_path: Path) -> 
 
     args = argparse.Namespace(no_channel=False, channel=None, channel_token=None)
     assert onboard_cmd._channel(args, paths, Person(), interactive=True) is None  # type: ignore[arg-type]
-    assert asked == ["Add a Loopchat account now?", "Add a Telegram bot now (a token from @BotFather)?"]
+    assert asked == [
+        "Add a Discord bot now (a token from the Developer Portal)?",
+        "Add a Loopchat account now?",
+        "Add a Telegram bot now (a token from @BotFather)?",
+    ]
     asked.clear()
     wanted.append("Add a Loopchat account now?")
     with pytest.raises(Stop, match=r"^Loopchat: could not reach Loopchat"):  # no API root to check it at
         onboard_cmd._channel(args, paths, Person(), interactive=True)  # type: ignore[arg-type]
-    assert asked == ["Add a Loopchat account now?", "Loopchat token"]
+    assert asked == [
+        "Add a Discord bot now (a token from the Developer Portal)?",
+        "Add a Loopchat account now?",
+        "Loopchat token",
+    ]
     args = argparse.Namespace(no_channel=False, channel="nochannel", channel_token="x")
     with pytest.raises(Stop, match=r"onboarding sets up .*loopchat"):
         onboard_cmd._channel(args, paths, Person(), interactive=False)  # type: ignore[arg-type]

@@ -21,16 +21,17 @@ import contextlib
 import hmac
 import json
 import mimetypes
-import os
 import random
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import ValidationError
 
+from homarus.channels import credentials
+from homarus.channels.account_status import AccountStatus
 from homarus.channels.adapter import SendFailed
+from homarus.channels.media_files import checked_size, store_download
 from homarus.channels.model import Attachment, InboundMessage, OutboundMessage, SendReceipt, Target
 from homarus.channels.telegram.api import DEFAULT_API_ROOT, BotApi, TelegramApiError, TelegramNetworkError, parse_update
 from homarus.channels.telegram.format import markdown_to_html, markdown_to_text
@@ -63,11 +64,7 @@ _PERMANENT: Final = (
 )
 
 
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-class TelegramAccount:
+class TelegramAccount(AccountStatus):
     channel_id = "telegram"
 
     def __init__(self, ctx: AccountContext) -> None:
@@ -77,29 +74,21 @@ class TelegramAccount:
         self.api_root = str(self.settings.get("api_root") or DEFAULT_API_ROOT).rstrip("/")
         self.api: BotApi | None = None
         self.bot: User | None = None
-        self.state = "stopped"
+        self._init_status(ctx.log)
         self.mode = "webhook" if self.settings.get("webhook_url") else "polling"
-        self.last_error: str | None = None
-        self.last_inbound_at: int | None = None
-        self.last_outbound_at: int | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
 
     # -- lifecycle ------------------------------------------------------------------------------------
     def _token(self) -> str:
-        secret = self.settings.get("bot_token")
-        if secret is not None:
-            return str(secret.get_secret_value() if hasattr(secret, "get_secret_value") else secret).strip()
-        token_file = self.settings.get("token_file")
-        if token_file:
-            path = Path(str(token_file)).expanduser()
-            if path.is_symlink() or not path.is_file():
-                raise SendFailed(f"tokenFile {path} must be a regular file (not a symlink)", permanent=True)
-            return path.read_text(encoding="utf-8").strip()
-        env = self.ctx.env.get("TELEGRAM_BOT_TOKEN") if self.account_id == "default" else None
-        if env:
-            return env.strip()
-        raise SendFailed("no bot token: set channels.telegram.botToken (or TELEGRAM_BOT_TOKEN)", permanent=True)
+        return credentials.read(
+            self.settings,
+            self.account_id,
+            self.ctx.env,
+            key="bot_token",
+            env_var="TELEGRAM_BOT_TOKEN",
+            where="channels.telegram.botToken",
+        )
 
     async def start(self) -> None:
         self._stopping = False
@@ -108,10 +97,10 @@ class TelegramAccount:
             self.api = BotApi(self._token(), self.api_root)
             self.bot = await self.api.get_me()
         except TelegramApiError as exc:
-            self._fail("the bot token was rejected (getMe 401)" if exc.code == 401 else f"getMe failed: {exc}")
+            self.failed("the bot token was rejected (getMe 401)" if exc.code == 401 else f"getMe failed: {exc}")
             raise SendFailed(self.last_error or "getMe failed", permanent=exc.code == 401) from None
         except (TelegramNetworkError, SendFailed) as exc:
-            self._fail(str(exc))
+            self.failed(str(exc))
             raise SendFailed(self.last_error or "start failed") from None
         with contextlib.suppress(TelegramApiError, TelegramNetworkError):
             await self.api.set_my_commands(
@@ -147,24 +136,12 @@ class TelegramAccount:
         await self.stop()
 
     def health(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"state": self.state, "mode": self.mode}
+        out: dict[str, Any] = {**self.status_fields(), "mode": self.mode}
         if self.bot is not None:
             out["identity"] = {"id": str(self.bot.id), "username": self.bot.username, "name": self.bot.first_name}
-        for key, value in (
-            ("lastError", self.last_error),
-            ("lastInboundAt", self.last_inbound_at),
-            ("lastOutboundAt", self.last_outbound_at),
-        ):
-            if value is not None:
-                out[key] = value
         if self.mode == "webhook":
             out["webhookPath"] = self.webhook_path()
         return out
-
-    def _fail(self, message: str) -> None:
-        self.state = "error"
-        self.last_error = message[:300]
-        self.ctx.log.error("telegram[%s]: %s", self.account_id, self.last_error)
 
     # -- receiving --------------------------------------------------------------------------------------
     async def _poll(self) -> None:
@@ -177,7 +154,7 @@ class TelegramAccount:
                 updates = await self.api.get_updates(offset, POLL_TIMEOUT_S, ALLOWED_UPDATES)
             except TelegramApiError as exc:
                 if exc.code == 401:
-                    self._fail("the bot token was revoked (getUpdates 401); polling stopped")
+                    self.failed("the bot token was revoked (getUpdates 401); polling stopped")
                     return
                 wait = exc.retry_after if exc.retry_after is not None else backoff
                 note = "another poller or a webhook uses this bot (409)" if exc.code == 409 else str(exc)
@@ -206,7 +183,7 @@ class TelegramAccount:
             backoff = 1.0
             self._recovered()
             if messages:
-                self.last_inbound_at = _now_ms()
+                self.received()
 
     def _normalize_all(self, updates: list[dict[str, Any]]) -> list[InboundMessage]:
         assert self.bot is not None
@@ -255,7 +232,7 @@ class TelegramAccount:
         msg, _why = normalize_update(update, account_id=self.account_id, bot=self.bot)
         if msg is not None:
             await self.ctx.sink.receive([msg])  # raises: the route answers 500 and Telegram retries
-            self.last_inbound_at = _now_ms()
+            self.received()
         return 200, b""
 
     # -- sending ----------------------------------------------------------------------------------------
@@ -267,7 +244,7 @@ class TelegramAccount:
         try:
             if message.media_path:
                 sent = await self._send_file(message, thread, on_transmitted)
-                self.last_outbound_at = _now_ms()
+                self.sent()
                 return SendReceipt(str(sent.message_id))
             text = markdown_to_html(message.text) if message.markdown else message.text
             try:
@@ -297,20 +274,13 @@ class TelegramAccount:
             raise _send_failed(exc) from None
         except TelegramNetworkError as exc:
             raise SendFailed(str(exc)) from None
-        self.last_outbound_at = _now_ms()
+        self.sent()
         return SendReceipt(str(sent.message_id), plain_fallback=plain)
 
     async def _send_file(self, message: OutboundMessage, thread: str | None, on_transmitted: Transmitted) -> Any:
         assert self.api is not None and message.media_path is not None
         path = Path(message.media_path)
-        size = await asyncio.to_thread(_file_size, path)
-        if size is None:
-            raise SendFailed(f"file not found: {path.name}", permanent=True)
-        limit = int(float(self.settings.get("media_max_mb") or 100) * 1024 * 1024)
-        if size > limit:
-            raise SendFailed(
-                f"{path.name} is {size // 1_048_576} MB; the limit is {limit // 1_048_576} MB", permanent=True
-            )
+        size = await checked_size(path, int(float(self.settings.get("media_max_mb") or 100) * 1024 * 1024))
         mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         kind = message.media_kind or ("image" if mime.startswith("image/") else "document")
         method, field = {
@@ -365,21 +335,8 @@ class TelegramAccount:
         if result.truncated or len(result.body) > max_bytes:
             raise SendFailed(f"too large (over {max_bytes // 1_048_576} MB)", permanent=True)
         name = attachment.file_name or Path(file_path).name or f"{attachment.kind}.bin"
-        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[-100:] or "file"
-        dest = dest_dir / f"{int(time.time() * 1000)}-{safe}"
-        await asyncio.to_thread(_write_private, dest, result.body)
+        dest = await store_download(dest_dir, name, result.body)
         return Attachment(attachment.kind, attachment.ref, attachment.mime_type, name, len(result.body), str(dest))
-
-
-def _file_size(path: Path) -> int | None:
-    return path.stat().st_size if path.is_file() else None
-
-
-def _write_private(dest: Path, body: bytes) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as out:
-        out.write(body)
 
 
 def _send_failed(exc: TelegramApiError) -> SendFailed:

@@ -23,6 +23,7 @@ from typing import Any, Final
 import httpx
 
 from homarus.channels.telegram.models import File, Message, Update, User
+from homarus.channels.transmit import marked
 from homarus.http_transport import transport_for
 from homarus.security.log_redaction import protect, redact_secrets
 from homarus.tls import context_for
@@ -106,37 +107,13 @@ class BotApi:
             else:
                 request = self._client.build_request("POST", method, json=clean, timeout=timeout or self._timeout)
             if on_transmitted is not None:
-                request = self._marked(request, on_transmitted)
+                request = marked(self._client, request, on_transmitted)
             response = await self._client.send(request)
         except httpx.TimeoutException:
             raise TelegramNetworkError(f"{method}: no answer from the Bot API in time") from None
         except httpx.HTTPError as exc:
             raise TelegramNetworkError(f"{method}: {redact_secrets(type(exc).__name__ + ': ' + str(exc))}") from None
         return _result(method, response)
-
-    def _marked(self, request: httpx.Request, on_transmitted: Callable[[], Awaitable[None]]) -> httpx.Request:
-        """``request`` with ``on_transmitted`` awaited just before its last body byte is written.
-
-        The platform acts on a request only once its whole body arrived (``Content-Length``), so
-        the record that it was sent is committed while the request is still incomplete: a crash
-        before that record leaves a request the platform discards (sent again after a restart), a
-        crash after it counts the piece as sent. Only the few microseconds between the commit and
-        the last byte's write are ambiguous (the piece could be lost there), against the
-        round trip of a commit if the record followed the write (a duplicate).
-        """
-        body = request.read()
-
-        async def chunks() -> Any:
-            if len(body) > 1:
-                yield body[:-1]
-            await on_transmitted()
-            yield body[-1:]
-
-        headers = {k: v for k, v in request.headers.items() if k.lower() != "transfer-encoding"}
-        headers["content-length"] = str(len(body))
-        return self._client.build_request(
-            request.method, request.url, headers=headers, content=chunks(), extensions=request.extensions
-        )
 
     # -- methods ----------------------------------------------------------------------------------------
     async def get_me(self) -> User:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from homarus import __version__
+from homarus.channels import credentials
 from homarus.channels.adapter import ChannelSetup, ChannelSpec
 from homarus.channels.model import ChannelCapabilities
 
@@ -37,13 +38,7 @@ TOKEN_ENV = "TELEGRAM_BOT_TOKEN"  # noqa: S105 - the variable's name, not a toke
 
 def _token_source(settings: Mapping[str, Any], account_id: str, env: Mapping[str, str] | None = None) -> str:
     """Where the bot token comes from (never the token); with ``env``, whether the variable is set."""
-    if settings.get("bot_token") is not None:
-        return "config"
-    if settings.get("token_file"):
-        return "file"
-    if account_id != "default":
-        return "none"
-    return "env" if env is None or env.get(TOKEN_ENV) else "missing"
+    return credentials.source(settings, account_id, "bot_token", TOKEN_ENV, env)
 
 
 def _status_fields(settings: Mapping[str, Any], account_id: str) -> dict[str, Any]:

@@ -147,6 +147,8 @@ async def channels_status(call: MethodCall, p: StatusParams) -> dict[str, Any]:
                 "groups": acc.get("groups"),
                 "requireMention": acc.get("requireMention"),
             }
+            if acc.get("details"):
+                row["details"] = acc["details"]  # the channel's own runtime facts (its connection)
             spec = service.manager.specs.get(cid)
             if spec is not None and spec.status_fields is not None:
                 row.update(spec.status_fields(settings, acc["accountId"]))  # the channel's own fields

@@ -1,0 +1,37 @@
+"""A platform request whose sending is recorded just before its last byte is written.
+
+The platform acts on a request only once its whole body arrived (``Content-Length``), so the
+record that a piece was sent (the outbox's ``transmitted``) is committed while the request is
+still incomplete: a crash before that record leaves a request the platform discards (sent again
+after a restart), a crash after it counts the piece as sent. Only the few microseconds between
+the commit and the last byte's write are ambiguous (the piece could be lost there), against the
+round trip of a commit if the record followed the write (a duplicate). Every adapter that sends
+over HTTP marks its sends with :func:`marked`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+import httpx
+
+__all__ = ["marked"]
+
+
+def marked(
+    client: httpx.AsyncClient, request: httpx.Request, on_transmitted: Callable[[], Awaitable[None]]
+) -> httpx.Request:
+    """``request`` with ``on_transmitted`` awaited just before its last body byte is written."""
+    body = request.read()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        if len(body) > 1:
+            yield body[:-1]
+        await on_transmitted()
+        yield body[-1:]
+
+    headers = {k: v for k, v in request.headers.items() if k.lower() != "transfer-encoding"}
+    headers["content-length"] = str(len(body))
+    return client.build_request(
+        request.method, request.url, headers=headers, content=chunks(), extensions=request.extensions
+    )
