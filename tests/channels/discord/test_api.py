@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import pytest
 
@@ -89,3 +91,20 @@ async def test_errors_carry_discords_code_and_never_the_token() -> None:
         finally:
             await api.aclose()
             await bad.aclose()
+
+
+async def test_a_file_goes_as_multipart_with_its_payload_json(tmp_path: Path) -> None:
+    with run_fake_discord() as fake:
+        fake.add_dm("42")
+        report = tmp_path / "report.pdf"
+        report.write_bytes(b"%PDF-1.7 tiny")
+        api = DiscordApi(FAKE_TOKEN, fake.api_root)
+        try:
+            sent = await api.create_message("42", "the report", reply_to="77", file=report, mime_type="application/pdf")
+        finally:
+            await api.aclose()
+        posted = fake.posted[-1]
+        assert sent["id"] == posted.id and posted.content == "the report"
+        assert posted.files == [("report.pdf", b"%PDF-1.7 tiny")]
+        assert posted.body["message_reference"] == {"message_id": "77", "fail_if_not_exists": False}
+        assert posted.body["attachments"] == [{"id": 0, "filename": "report.pdf"}]

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from homarus.messages import UserMessage
-from homarus.providers.scripted import Reply, ScriptedProvider
+from homarus.messages import ImageContent, UserMessage
+from homarus.providers.scripted import Gate, Reply, ScriptedProvider
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.fakes.discord_server import FakeDiscord, run_fake_discord
 from tests.waiting import wait_for
@@ -160,3 +160,48 @@ async def test_a_lost_connection_resumes_and_nothing_is_lost_or_answered_twice(t
         row = await account()
         assert row["details"]["gateway"] == {"connections": 2, "resumes": 1, "identifies": 1}
         assert row["connected"] is True, row
+
+
+async def test_images_reach_the_model_oversized_files_get_a_polite_no_and_typing_shows(tmp_path: Path) -> None:
+    with discord_gateway(tmp_path, dmPolicy="allowlist", allowFrom=[OWNER], mediaMaxMb=0.001) as (gw, fake, provider):
+        await started(gw, fake)
+        png = b"\x89PNG\r\n\x1a\n" + b"0" * 200
+        fake.attachments["cat.png"] = png
+        base = fake.api_root.removesuffix("/api/v10")
+        cat = {"id": "1", "filename": "cat.png", "size": len(png), "url": f"{base}/attachments/cat.png"}
+        cat["content_type"] = "image/png"
+        thinking = asyncio.Event()
+        provider.push(Gate(thinking, Reply("a cat")))
+        fake.user_message(DM_OWNER, OWNER, "what is this?", attachments=[cat])
+        await wait_for(lambda: DM_OWNER in fake.typing, what="the typing indicator while the model thinks")
+        gw.call_soon(thinking.set)
+        await wait_for(lambda: fake.posted_to(DM_OWNER), what="the answer about the image")
+        prompt = provider.requests[-1].messages[-1]
+        assert isinstance(prompt, UserMessage) and isinstance(prompt.content, list)
+        assert any(isinstance(part, ImageContent) for part in prompt.content)
+        saved = list((gw.paths.state_dir / "workspace" / "media").rglob("*cat.png"))
+        assert len(saved) == 1 and saved[0].read_bytes() == png and oct(saved[0].stat().st_mode)[-3:] == "600"
+        big = {"id": "2", "filename": "big.pdf", "size": 5000, "url": f"{base}/attachments/big.pdf"}
+        fake.user_message(DM_OWNER, OWNER, "read this", attachments=[big])
+        await wait_for(lambda: len(fake.posted_to(DM_OWNER)) >= 3, what="the refusal and the answer")
+        assert any(t.startswith("Sorry, that file is too large") for t in fake.posted_to(DM_OWNER))
+
+
+async def test_a_rejected_token_is_an_error_in_the_status_and_never_shown(tmp_path: Path) -> None:
+    wrong = "MTEx.WRONG.not-the-bot-token-at-all"
+    with run_fake_discord() as fake, run_gateway(tmp_path, config=config(fake, token=wrong)) as gw:
+        client = await operator(gw, ["operator.admin"])
+
+        async def row() -> dict[str, Any]:
+            status = (await client.request("channels.status", {}))["payload"]
+            assert wrong not in str(status)
+            found: dict[str, Any] = status["channelAccounts"]["discord"][0]
+            return found
+
+        deadline = time.monotonic() + 15
+        while (await row())["healthState"] != "error" and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        found = await row()
+        assert found["lastError"] == "the bot token was rejected (401)" and found["tokenSource"] == "config"
+        assert wrong not in str((await client.request("config.get"))["payload"])
+        assert fake.identifies == 0  # never reached the Gateway
