@@ -56,6 +56,8 @@ class Posted:
     body: dict[str, Any]
     files: list[tuple[str, bytes]] = field(default_factory=list)
     id: str = ""
+    #: when the request arrived (wall clock)
+    at: float = 0.0
 
 
 class FakeDiscord:
@@ -67,6 +69,8 @@ class FakeDiscord:
         self.heartbeat_interval_ms = 41250
         self.ack_heartbeats = True
         self.bucket_reset_s = 1.0
+        #: requests per channel bucket (Discord's own is 5 per 5 s; benchmarks raise it)
+        self.bucket_limit = 5
         self.guilds: dict[str, dict[str, Any]] = {}
         self.channels: dict[str, dict[str, Any]] = {}
         self.posted: list[Posted] = []
@@ -311,10 +315,10 @@ class FakeDiscord:
                 429, {"message": "You are being rate limited.", "retry_after": retry, "global": is_global}
             )
             return status, payload, extra, ctype
-        remaining, reset_at = self._buckets.get(channel_id, (5, 0.0))
+        remaining, reset_at = self._buckets.get(channel_id, (self.bucket_limit, 0.0))
         now = time.monotonic()
         if reset_at <= now:
-            remaining, reset_at = 5, now + self.bucket_reset_s
+            remaining, reset_at = self.bucket_limit, now + self.bucket_reset_s
         if remaining <= 0:
             status, payload, _, ctype = _json(
                 429, {"message": "You are being rate limited.", "retry_after": reset_at - now, "global": False}
@@ -345,16 +349,16 @@ class FakeDiscord:
         if not content and not files:
             return _json(400, {"message": "Cannot send an empty message", "code": 50006})
         message_id = str(next(self._ids))
-        self.posted.append(Posted(channel_id, content, sent, files, message_id))
+        self.posted.append(Posted(channel_id, content, sent, files, message_id, time.time()))
         answer = {"id": message_id, "channel_id": channel_id, "content": content, "author": {"id": BOT_ID, "bot": True}}
         status, payload, _, ctype = _json(200, answer)
-        return status, payload, _limit_headers(bucket, remaining, reset_at - now), ctype
+        return status, payload, _limit_headers(bucket, remaining, reset_at - now, self.bucket_limit), ctype
 
 
-def _limit_headers(bucket: str, remaining: int, reset_after: float) -> dict[str, str]:
+def _limit_headers(bucket: str, remaining: int, reset_after: float, limit: int = 5) -> dict[str, str]:
     return {
         "x-ratelimit-bucket": bucket,
-        "x-ratelimit-limit": "5",
+        "x-ratelimit-limit": str(limit),
         "x-ratelimit-remaining": str(remaining),
         "x-ratelimit-reset-after": f"{max(0.0, reset_after):.3f}",
     }
