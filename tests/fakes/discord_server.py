@@ -12,7 +12,8 @@ REST (HTTP/1.1 under ``/api/v10``, ``Authorization: Bot <token>``, else 401 ``{"
 0}``): ``GET /users/@me``, ``GET /gateway/bot``, ``GET /channels/<id>``, ``POST
 /channels/<id>/messages`` (JSON, or multipart with ``payload_json`` and ``files[n]``; over 2,000
 characters is 400 code 50035, an unknown channel 404 code 10003), ``POST /channels/<id>/typing``
-(204), and attachment downloads at ``/attachments/<name>``. Every answer carries the rate-limit
+(204), ``PUT /applications/<id>/commands``, ``POST /interactions/<id>/<token>/callback`` (204), and
+attachment downloads at ``/attachments/<name>``. Every answer carries the rate-limit
 headers (``X-RateLimit-Bucket``, ``-Limit``, ``-Remaining``, ``-Reset-After``); a bucket of 5
 requests per channel resets after ``bucket_reset_s``, and a request over it is a 429 with
 ``retry_after`` (and ``global`` when set so).
@@ -75,6 +76,9 @@ class FakeDiscord:
         self.channels: dict[str, dict[str, Any]] = {}
         self.posted: list[Posted] = []
         self.typing: list[str] = []
+        #: application id → its slash commands; (interaction id, callback body) in order
+        self.commands: dict[str, list[dict[str, Any]]] = {}
+        self.interaction_answers: list[tuple[str, dict[str, Any]]] = []
         self.identifies = 0
         self.resumes = 0
         self.heartbeats = 0
@@ -154,6 +158,26 @@ class FakeDiscord:
             data["referenced_message"] = {"id": "1", "content": "earlier", "author": {"id": BOT_ID, "bot": True}}
         self._call(self._dispatch_now, "MESSAGE_CREATE", data)
         return message_id
+
+    def slash_command(self, channel_id: str, user_id: str, name: str, *, guild_id: str | None = None) -> str:
+        """Dispatch an INTERACTION_CREATE for the slash command ``name``; its interaction id."""
+        interaction_id = str(next(self._ids))
+        user = {"id": user_id, "username": "someone", "global_name": "Someone"}
+        data: dict[str, Any] = {
+            "id": interaction_id,
+            "application_id": BOT_ID,
+            "type": 2,
+            "token": f"interaction-token-{interaction_id}",
+            "channel_id": channel_id,
+            "data": {"id": "cmd", "name": name, "type": 1},
+        }
+        if guild_id is not None:
+            data["guild_id"] = guild_id
+            data["member"] = {"user": user, "roles": [], "nick": None}
+        else:
+            data["user"] = user
+        self._call(self._dispatch_now, "INTERACTION_CREATE", data)
+        return interaction_id
 
     def drop(self) -> None:
         """Cut the live connection without a close frame (a network failure)."""
@@ -287,6 +311,12 @@ class FakeDiscord:
         if method == "GET" and route == "/gateway/bot":
             return _json(200, {"url": self.gateway_url, "shards": 1, "session_start_limit": {"remaining": 1000}})
         parts = route.strip("/").split("/")
+        if method == "PUT" and len(parts) == 3 and parts[0] == "applications" and parts[2] == "commands":
+            self.commands[parts[1]] = json.loads(body or b"[]")
+            return _json(200, {"commands": self.commands[parts[1]]})
+        if method == "POST" and len(parts) == 4 and parts[0] == "interactions" and parts[3] == "callback":
+            self.interaction_answers.append((parts[1], json.loads(body or b"{}")))
+            return 204, b"", {}, "text/plain"
         if len(parts) >= 2 and parts[0] == "channels":
             channel = self.channels.get(parts[1])
             if channel is None:

@@ -205,3 +205,20 @@ async def test_a_rejected_token_is_an_error_in_the_status_and_never_shown(tmp_pa
         assert found["lastError"] == "the bot token was rejected (401)" and found["tokenSource"] == "config"
         assert wrong not in str((await client.request("config.get"))["payload"])
         assert fake.identifies == 0  # never reached the Gateway
+
+
+async def test_slash_commands_are_registered_and_run_as_owner_commands(tmp_path: Path) -> None:
+    guilds = {GUILD: {"users": [OWNER, STRANGER]}}
+    with discord_gateway(tmp_path, dmPolicy="allowlist", allowFrom=[OWNER], guilds=guilds) as (gw, fake, provider):
+        await started(gw, fake)
+        await wait_for(lambda: fake.commands, what="the slash commands")
+        assert [c["name"] for c in next(iter(fake.commands.values()))] == ["new", "status", "help"]
+        interaction = fake.slash_command(DM_OWNER, OWNER, "status")
+        await wait_for(lambda: fake.posted_to(DM_OWNER), what="the status")
+        assert fake.posted_to(DM_OWNER)[0].startswith("Session: agent:main:main")
+        answered = dict(fake.interaction_answers)[interaction]
+        assert answered["type"] == 4 and answered["data"]["flags"] == 64 and answered["data"]["content"] == "`/status`"
+        fake.slash_command(GENERAL, STRANGER, "status", guild_id=GUILD)
+        await wait_for(lambda: fake.posted_to(GENERAL), what="the refusal")
+        assert fake.posted_to(GENERAL) == ["That command is for my owner."]
+        assert provider.requests == []  # commands never reach the model

@@ -95,4 +95,24 @@ def test_what_is_skipped_says_why() -> None:
 
 def test_a_slash_word_is_a_command() -> None:
     msg, _ = norm(message(content="/status please"))
-    assert msg.command == "status"
+    assert msg.command == "/status"
+
+
+def test_a_slash_command_is_its_message_addressed_to_the_bot() -> None:
+    from homarus.channels.discord.inbound import normalize_interaction
+
+    data = {
+        "id": "77",
+        "type": 2,
+        "token": "t",
+        "channel_id": "61",
+        "guild_id": "400",
+        "member": {"user": {"id": "7", "username": "ann"}, "roles": ["700"]},
+        "data": {"name": "Model", "options": [{"name": "id", "value": "fast"}]},
+    }
+    msg, why = normalize_interaction(data, account_id="default", channel=ChannelInfo("61", 11, parent_id="60"))
+    assert why == "" and msg is not None
+    assert (msg.text, msg.command, msg.was_mentioned) == ("/model fast", "/model", True)
+    assert (msg.chat_id, msg.thread_id, msg.parent_id, msg.roles) == ("60", "61", "400", ("700",))
+    assert msg.message_id == "interaction-77"  # a replayed interaction is the same message
+    assert normalize_interaction({**data, "type": 3}, account_id="default", channel=None)[0] is None

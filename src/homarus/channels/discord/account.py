@@ -25,9 +25,9 @@ from homarus.channels.account_status import AccountStatus
 from homarus.channels.adapter import SendFailed
 from homarus.channels.discord.api import DEFAULT_API_ROOT, DiscordApi, DiscordApiError, DiscordNetworkError
 from homarus.channels.discord.gateway import Gateway, GatewayStopped, ResumeState
-from homarus.channels.discord.inbound import ChannelInfo, normalize_message
+from homarus.channels.discord.inbound import SLASH_COMMANDS, ChannelInfo, normalize_interaction, normalize_message
 from homarus.channels.media_files import checked_size, store_download
-from homarus.channels.model import Attachment, OutboundMessage, SendReceipt, Target
+from homarus.channels.model import Attachment, InboundMessage, OutboundMessage, SendReceipt, Target
 from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
@@ -87,6 +87,7 @@ class DiscordAccount(AccountStatus):
             raise SendFailed(self.last_error or "no gateway URL")
         state = ResumeState.from_json(await self.ctx.sink.cursor("discord", self.account_id, CURSOR))
         self.gateway = Gateway(token, url, self._dispatch, log=self.ctx.log, state=state, on_state=self._on_state)
+        await self._register_commands()
         self._task = asyncio.create_task(self._run(), name=f"discord-gateway:{self.account_id}")
         self.state = "running"
         self.last_error = None
@@ -134,6 +135,8 @@ class DiscordAccount(AccountStatus):
     async def _dispatch(self, name: str, data: dict[str, Any], seq: int | None) -> None:
         if name == "MESSAGE_CREATE":
             await self._message(data, seq)
+        elif name == "INTERACTION_CREATE":
+            await self._interaction(data, seq)
         elif name == "READY":
             raw_user = data.get("user")
             user: dict[str, Any] = raw_user if isinstance(raw_user, dict) else {}
@@ -191,12 +194,39 @@ class DiscordAccount(AccountStatus):
             allow_bots=bool(self.settings.get("allow_bots")),
         )
         if msg is None:
-            self.ctx.log.debug("discord[%s]: message skipped: %s", self.account_id, why)
+            self.log.debug("discord[%s]: message skipped: %s", self.account_id, why)
             return
+        await self._commit(msg, seq)
+
+    async def _interaction(self, data: dict[str, Any], seq: int | None) -> None:
+        """A slash command: committed as its message, then answered (only its user sees the
+        answer: the command's own reply follows in the conversation)."""
+        channel = await self._channel(str(data.get("channel_id") or "")) if data.get("guild_id") else None
+        msg, why = normalize_interaction(data, account_id=self.account_id, channel=channel)
+        if msg is None:
+            self.log.debug("discord[%s]: interaction skipped: %s", self.account_id, why)
+            return
+        await self._commit(msg, seq)
+        if self.api is not None:
+            try:
+                await self.api.answer_interaction(str(data["id"]), str(data.get("token") or ""), f"`{msg.text}`")
+            except (DiscordApiError, DiscordNetworkError) as exc:  # the command runs all the same
+                self.log.warning("discord[%s]: could not answer the interaction: %s", self.account_id, exc)
+
+    async def _commit(self, msg: InboundMessage, seq: int | None) -> None:
         assert self.gateway is not None
         cursor = ResumeState(self.gateway.state.session_id, self.gateway.state.resume_url, seq).to_json()
         await self.ctx.sink.receive([msg], ("discord", self.account_id, CURSOR, cursor))
         self.received()
+
+    async def _register_commands(self) -> None:
+        application = str(self.settings.get("application_id") or "") or self.bot_id
+        if self.api is None or not application:
+            return
+        try:
+            await self.api.set_commands(application, [dict(c) for c in SLASH_COMMANDS])
+        except (DiscordApiError, DiscordNetworkError) as exc:  # text commands still work
+            self.log.warning("discord[%s]: slash commands not registered: %s", self.account_id, exc)
 
     def webhook_path(self) -> str | None:
         return None

@@ -128,7 +128,7 @@ class DiscordApi:
         major: str = "",
         *,
         path: str | None = None,
-        json_body: dict[str, Any] | None = None,
+        json_body: dict[str, Any] | list[Any] | None = None,
         files: list[tuple[str, tuple[str, bytes, str]]] | None = None,
         on_transmitted: Callable[[], Awaitable[None]] | None = None,
     ) -> Any:
@@ -142,7 +142,7 @@ class DiscordApi:
         url = (path or route).lstrip("/")
         try:
             if files:
-                data = {"payload_json": json.dumps(json_body or {})}
+                data = {"payload_json": json.dumps(json_body if json_body is not None else {})}
                 request = self._client.build_request(method, url, data=data, files=files)
             elif json_body is not None:
                 request = self._client.build_request(method, url, json=json_body)
@@ -217,6 +217,20 @@ class DiscordApi:
             on_transmitted=on_transmitted,
         )
         return dict(result)
+
+    async def set_commands(self, application_id: str, commands: list[dict[str, Any]]) -> None:
+        """Replace the application's global slash commands (``PUT``: idempotent across restarts)."""
+        path = f"/applications/{application_id}/commands"
+        await self.request("PUT", "/applications/{application}/commands", application_id, path=path, json_body=commands)
+
+    async def answer_interaction(self, interaction_id: str, token: str, content: str) -> None:
+        """Answer a slash command at once, visible to its user only (Discord waits 3 s at most)."""
+        protect(token)
+        path = f"/interactions/{interaction_id}/{token}/callback"
+        body = {"type": 4, "data": {"content": content, "flags": 64, "allowed_mentions": {"parse": []}}}
+        await self.request(
+            "POST", "/interactions/{interaction}/{token}/callback", interaction_id, path=path, json_body=body
+        )
 
     async def trigger_typing(self, channel_id: str) -> None:
         await self.request("POST", "/channels/{channel}/typing", channel_id, path=f"/channels/{channel_id}/typing")

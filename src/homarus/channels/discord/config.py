@@ -81,6 +81,9 @@ class DiscordAccountConfig(ChannelAccountConfig):
     token_file: str | None = Field(None, max_length=4096)
     #: the REST API root, with its version (a local stand-in, tests)
     api_root: Annotated[str, Field(max_length=512), Pattern(r"^https?://[^\s?#]+$")] | None = None
+    #: the application's id, for its slash commands (default: the bot's user id, which it is for
+    #: every application made since 2020)
+    application_id: Annotated[str, Pattern(r"^\d{1,25}$")] | None = None
     #: the Gateway URL (default: what ``GET /gateway/bot`` answers)
     gateway_url: Annotated[str, Field(max_length=512), Pattern(r"^wss?://[^\s?#]+$")] | None = None
     #: the guilds the bot answers in (their channels, users and roles); DMs follow ``dmPolicy``

@@ -5,7 +5,8 @@ DMs are ``direct`` (the DM channel is the chat, the author the sender). A guild 
 parent is the guild; a thread or a forum post is a thread of its parent channel (the reply goes
 into the thread, the session is the thread's own). The bot is addressed when it is mentioned
 (``<@id>``, the mention itself removed from the text) or replied to. The bot's own messages, other
-bots' (unless ``allowBots``), system messages and empty ones are skipped, with the reason.
+bots' (unless ``allowBots``), system messages and empty ones are skipped, with the reason. A slash
+command (an ``INTERACTION_CREATE``) is the message ``/<name>``, addressed to the bot.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, Final
 
 from homarus.channels.model import Attachment, AttachmentKind, ChatKind, InboundMessage
 
-__all__ = ["THREAD_TYPES", "ChannelInfo", "normalize_message"]
+__all__ = ["SLASH_COMMANDS", "THREAD_TYPES", "ChannelInfo", "normalize_interaction", "normalize_message"]
 
 #: announcement thread, public thread, private thread (forum and media posts are public threads)
 THREAD_TYPES: Final = frozenset({10, 11, 12})
@@ -79,7 +80,7 @@ def normalize_message(
             chat_id, thread_id = channel.parent_id, channel_id
     member = _object(data.get("member"))
     name = str(member.get("nick") or author.get("global_name") or author.get("username") or "")
-    command = text.split(maxsplit=1)[0][1:].lower() if text.startswith("/") and len(text) > 1 else None
+    command = text.split(maxsplit=1)[0].lower() if text.startswith("/") and len(text) > 1 else None
     msg = InboundMessage(
         channel="discord",
         account_id=account_id,
@@ -132,3 +133,49 @@ def _epoch_ms(value: Any) -> int:
         return int(datetime.fromisoformat(str(value)).timestamp() * 1000)
     except ValueError:
         return 0
+
+
+#: the owner commands offered as slash commands (their text form works too)
+SLASH_COMMANDS: Final = (
+    {"name": "new", "description": "Start a new conversation", "type": 1},
+    {"name": "status", "description": "Session status", "type": 1},
+    {"name": "help", "description": "What I can do", "type": 1},
+)
+
+
+def normalize_interaction(
+    data: dict[str, Any], *, account_id: str, channel: ChannelInfo | None
+) -> tuple[InboundMessage | None, str]:
+    """A slash command (``INTERACTION_CREATE`` of type 2) as the message ``/<name> <options>``,
+    addressed to the bot; (None, why) for any other interaction."""
+    if data.get("type") != 2:
+        return None, f"an interaction of type {data.get('type')}"
+    command = _object(data.get("data"))
+    name = str(command.get("name") or "").lower()
+    member = _object(data.get("member"))
+    user = _object(member.get("user")) or _object(data.get("user"))
+    interaction_id, channel_id = str(data.get("id") or ""), str(data.get("channel_id") or "")
+    if not name or not user.get("id") or not interaction_id or not channel_id:
+        return None, "no command, user, id or channel"
+    options = " ".join(str(o.get("value")) for o in command.get("options") or () if isinstance(o, dict))
+    guild_id = str(data["guild_id"]) if data.get("guild_id") else None
+    chat_id, thread_id = channel_id, None
+    if guild_id and channel is not None and channel.type in THREAD_TYPES and channel.parent_id:
+        chat_id, thread_id = channel.parent_id, channel_id
+    msg = InboundMessage(
+        channel="discord",
+        account_id=account_id,
+        chat_kind="channel" if guild_id else "direct",
+        chat_id=chat_id,
+        message_id=f"interaction-{interaction_id}",
+        sender_id=str(user["id"]),
+        sender_name=str(member.get("nick") or user.get("global_name") or user.get("username") or ""),
+        text=f"/{name} {options}".strip(),
+        thread_id=thread_id,
+        parent_id=guild_id,
+        roles=tuple(str(r) for r in member.get("roles") or ()),
+        was_mentioned=True,  # a slash command is addressed to the bot by itself
+        command=f"/{name}",
+        metadata={"interaction": True, **({"guildId": guild_id} if guild_id else {})},
+    )
+    return msg, ""
