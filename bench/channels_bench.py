@@ -19,7 +19,6 @@ the user's text) polls the fake Telegram Bot API of ``tests/fakes/telegram_serve
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -33,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fakes.telegram_server import FakeTelegram, run_fake_telegram
 
-from bench.harness import GatewayProcess, bench_main, machine_facts, machine_footer, markdown_table, progress, summarize
+from bench.channel_parts import burst_counts, channel_args, channel_gateway, channel_table, idle_rss, wait_until
+from bench.harness import GatewayProcess, bench_main, machine_facts, progress, summarize
 
 LATENCY_CHAT = 10_000
 TOKEN_RE = re.compile(r"b-\d+-\d+")
@@ -60,20 +60,11 @@ def _config(fake: FakeTelegram | None, chats: Sequence[int]) -> dict[str, Any]:
 
 
 def _gateway(config: dict[str, Any]) -> GatewayProcess:
-    gw = GatewayProcess(log_level="warning")
-    path = gw.workdir / "homarus.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    gw.env_overrides["HOMARUS_CONFIG"] = str(path)
-    gw.env_overrides["TELEGRAM_BOT_TOKEN"] = None
-    return gw
+    return channel_gateway(config, "TELEGRAM_BOT_TOKEN")
 
 
 def _wait(check: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.005)  # the fake server shares this process: a tight loop here would slow it
+    wait_until(check, timeout_s, what)
 
 
 def _sent_at(fake: FakeTelegram, index: int) -> float:
@@ -111,28 +102,8 @@ def measure_burst(fake: FakeTelegram, chats: Sequence[int], per_chat: int, timeo
         time.sleep(0.05)
     finished = max((c.at for c in fake.method_calls("sendMessage")[before:]), default=started)
     time.sleep(1.0)  # a duplicate would show up now
-    counts = answered()
-    turns = len(fake.method_calls("sendMessage")) - before
-    return {
-        "messages": len(expected),
-        "chats": len(chats),
-        "lost": sum(1 for t in expected if t not in counts),
-        "duplicated": sum(n - 1 for n in counts.values() if n > 1),
-        "replies": turns,
-        "seconds": round(finished - started, 3),
-        "msgs_per_s": round(len(expected) / max(finished - started, 1e-6), 1),
-    }
-
-
-def idle_rss(config: dict[str, Any], settle_s: float) -> float:
-    gw = _gateway(config)
-    try:
-        gw.start()
-        gw.wait_healthy()
-        time.sleep(settle_s)
-        return gw.rss_mib()
-    finally:
-        gw.cleanup()
+    replies = len(fake.method_calls("sendMessage")) - before
+    return burst_counts(expected, answered(), len(chats), replies, started, finished)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -158,8 +129,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             gw.cleanup()
         progress("idle RSS with and without Telegram")
-        with_tg = [idle_rss(_config(fake, chats), args.settle) for _ in range(args.rss_runs)]
-    without = [idle_rss(_config(None, chats), args.settle) for _ in range(args.rss_runs)]
+        with_tg = [idle_rss(_gateway(_config(fake, chats)), args.settle) for _ in range(args.rss_runs)]
+    without = [idle_rss(_gateway(_config(None, chats)), args.settle) for _ in range(args.rss_runs)]
     result.update(
         latency=summarize(latency),
         burst=burst,
@@ -171,47 +142,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render(r: dict[str, Any]) -> str:
-    lat, burst, rss = r["latency"], r["burst"], r["idle_rss_mib"]
-    extra = rss["with_telegram"] - rss["without"]
-    rows = [
-        ["update → sendMessage p50", f"{lat['p50']:.1f} ms", "≤ 10 ms", "pass" if lat["p50"] <= 10 else "**miss**"],
-        ["update → sendMessage p95 / p99", f"{lat['p95']:.1f} / {lat['p99']:.1f} ms", "", ""],
-        [
-            f"burst: {burst['messages']:,} messages, {burst['chats']} chats",
-            f"{burst['msgs_per_s']:,.0f} msgs/s ({burst['seconds']} s, {burst['replies']} replies)",
-            "",
-            "",
-        ],
-        [
-            "burst: lost / duplicated",
-            f"{burst['lost']} / {burst['duplicated']}",
-            "0 / 0",
-            "pass" if burst["lost"] == 0 and burst["duplicated"] == 0 else "**miss**",
-        ],
-        ["idle RSS without channels", f"{rss['without']:.1f} MiB", "", ""],
-        [
-            "idle RSS with Telegram polling",
-            f"{rss['with_telegram']:.1f} MiB (+{extra:.1f})",
-            "≤ +10 MB",
-            "pass" if extra * 1.048576 <= 10 else "**miss**",
-        ],
-        ["RSS after the burst", f"{r['rss_after_burst_mib']:.1f} MiB", "", ""],
-    ]
-    lines = markdown_table(["measure", "Homarus", "target", ""], rows)
-    lines += machine_footer(r, f" {lat['n']:.0f} latency samples.")
-    return "\n".join(lines)
+    return channel_table(
+        r,
+        path="update → sendMessage",
+        target_ms=10,
+        chats="chats",
+        rss_key="with_telegram",
+        with_what="Telegram polling",
+    )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--latency-n", type=int, default=200)
-    ap.add_argument("--burst-chats", type=int, default=100)
-    ap.add_argument("--burst-per-chat", type=int, default=10)
-    ap.add_argument("--burst-timeout", type=float, default=180.0)
-    ap.add_argument("--settle", type=float, default=3.0, help="seconds after start before idle RSS is read")
-    ap.add_argument("--rss-runs", type=int, default=3)
-    ap.add_argument("--json", type=Path)
-    return ap.parse_args(argv)
+    return channel_args(argv, __doc__)
 
 
 if __name__ == "__main__":

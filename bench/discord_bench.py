@@ -22,7 +22,6 @@ on loopback (the real wire formats: the Gateway v10 over a WebSocket, the REST A
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import time
@@ -36,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fakes.discord_server import FakeDiscord, run_fake_discord
 
-from bench.harness import GatewayProcess, bench_main, machine_facts, machine_footer, markdown_table, progress, summarize
+from bench.channel_parts import burst_counts, channel_args, channel_gateway, channel_table, idle_rss, wait_until
+from bench.harness import GatewayProcess, bench_main, machine_facts, progress, summarize
 
 LATENCY_USER = "830000000000000000"
 LATENCY_DM = "840000000000000000"
@@ -71,20 +71,11 @@ def _config(fake: FakeDiscord | None, users: Sequence[str]) -> dict[str, Any]:
 
 
 def _gateway(config: dict[str, Any]) -> GatewayProcess:
-    gw = GatewayProcess(log_level="warning")
-    path = gw.workdir / "homarus.json"
-    path.write_text(json.dumps(config), encoding="utf-8")
-    gw.env_overrides["HOMARUS_CONFIG"] = str(path)
-    gw.env_overrides["DISCORD_BOT_TOKEN"] = None
-    return gw
+    return channel_gateway(config, "DISCORD_BOT_TOKEN")
 
 
 def _wait(check: Any, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.002)  # the fake server shares this process: a tight loop here would slow it
+    wait_until(check, timeout_s, what, poll_s=0.002)
 
 
 def measure_latency(fake: FakeDiscord, n: int) -> list[float]:
@@ -115,30 +106,12 @@ def measure_burst(fake: FakeDiscord, users: Sequence[str], per_user: int, timeou
         time.sleep(0.05)
     finished = max((p.at for p in fake.posted[before:]), default=started)
     time.sleep(1.0)  # a duplicate would show up now
-    counts = answered()
-    return {
-        "messages": len(expected),
-        "chats": len(users),
-        "lost": sum(1 for t in expected if t not in counts),
-        "duplicated": sum(n - 1 for n in counts.values() if n > 1),
-        "replies": len(fake.posted) - before,
-        "seconds": round(finished - started, 3),
-        "msgs_per_s": round(len(expected) / max(finished - started, 1e-6), 1),
-    }
+    return burst_counts(expected, answered(), len(users), len(fake.posted) - before, started, finished)
 
 
-def idle_rss(config: dict[str, Any], settle_s: float, fake: FakeDiscord | None) -> float:
-    gw = _gateway(config)
-    try:
-        identified = fake.identifies if fake is not None else 0
-        gw.start()
-        gw.wait_healthy()
-        if fake is not None:
-            _wait(lambda: fake.identifies > identified, 30, "the Gateway session")
-        time.sleep(settle_s)
-        return gw.rss_mib()
-    finally:
-        gw.cleanup()
+def _idle_connected(fake: FakeDiscord, users: Sequence[str], settle_s: float) -> float:
+    identified = fake.identifies
+    return idle_rss(_gateway(_config(fake, users)), settle_s, lambda: fake.identifies > identified)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -168,8 +141,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             gw.cleanup()
         progress("idle RSS with and without Discord")
-        with_dc = [idle_rss(_config(fake, users), args.settle, fake) for _ in range(args.rss_runs)]
-    without = [idle_rss(_config(None, users), args.settle, None) for _ in range(args.rss_runs)]
+        with_dc = [_idle_connected(fake, users, args.settle) for _ in range(args.rss_runs)]
+    without = [idle_rss(_gateway(_config(None, users)), args.settle) for _ in range(args.rss_runs)]
     result.update(
         latency=summarize(latency),
         burst=burst,
@@ -181,52 +154,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def render(r: dict[str, Any]) -> str:
-    lat, burst, rss = r["latency"], r["burst"], r["idle_rss_mib"]
-    extra = rss["with_discord"] - rss["without"]
-    rows = [
-        [
-            "MESSAGE_CREATE → POST message p50",
-            f"{lat['p50']:.1f} ms",
-            "≤ 15 ms",
-            "pass" if lat["p50"] <= 15 else "**miss**",
-        ],
-        ["MESSAGE_CREATE → POST message p95 / p99", f"{lat['p95']:.1f} / {lat['p99']:.1f} ms", "", ""],
-        [
-            f"burst: {burst['messages']:,} messages, {burst['chats']} DMs",
-            f"{burst['msgs_per_s']:,.0f} msgs/s ({burst['seconds']} s, {burst['replies']} replies)",
-            "",
-            "",
-        ],
-        [
-            "burst: lost / duplicated",
-            f"{burst['lost']} / {burst['duplicated']}",
-            "0 / 0",
-            "pass" if burst["lost"] == 0 and burst["duplicated"] == 0 else "**miss**",
-        ],
-        ["idle RSS without channels", f"{rss['without']:.1f} MiB", "", ""],
-        [
-            "idle RSS with a Discord bot connected",
-            f"{rss['with_discord']:.1f} MiB (+{extra:.1f})",
-            "≤ +10 MB",
-            "pass" if extra * 1.048576 <= 10 else "**miss**",
-        ],
-        ["RSS after the burst", f"{r['rss_after_burst_mib']:.1f} MiB", "", ""],
-    ]
-    lines = markdown_table(["measure", "Homarus", "target", ""], rows)
-    lines += machine_footer(r, f" {lat['n']:.0f} latency samples.")
-    return "\n".join(lines)
+    return channel_table(
+        r,
+        path="MESSAGE_CREATE → POST message",
+        target_ms=15,
+        chats="DMs",
+        rss_key="with_discord",
+        with_what="a Discord bot connected",
+    )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--latency-n", type=int, default=200)
-    ap.add_argument("--burst-chats", type=int, default=100)
-    ap.add_argument("--burst-per-chat", type=int, default=10)
-    ap.add_argument("--burst-timeout", type=float, default=180.0)
-    ap.add_argument("--settle", type=float, default=3.0, help="seconds after start before idle RSS is read")
-    ap.add_argument("--rss-runs", type=int, default=3)
-    ap.add_argument("--json", type=Path)
-    return ap.parse_args(argv)
+    return channel_args(argv, __doc__)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ __all__ = [
     "channel_schemas",
     "merged_account",
     "register_channel_schema",
+    "sender_ids",
 ]
 
 DmPolicy = Literal["pairing", "allowlist", "open", "disabled"]
@@ -60,8 +61,9 @@ _ACCOUNT_ID = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 _CHANNEL_ID = r"[a-z][a-z0-9_-]{0,31}"
 
 
-def _senders(value: Any) -> Any:
-    """``allowFrom`` entries: strings or numbers (Telegram ids are numbers), kept as strings."""
+def sender_ids(value: Any) -> Any:
+    """``allowFrom`` entries (and role ids): strings or numbers (Telegram ids are numbers; Discord's
+    past 2^53 lose precision as JSON numbers, so both forms are taken), kept as strings."""
     if isinstance(value, list | tuple):
         return tuple(str(v).strip() if isinstance(v, int | str) and not isinstance(v, bool) else v for v in value)
     return value
@@ -82,7 +84,7 @@ class TopicConfig(ConfigModel):
     @field_validator("allow_from", "roles", mode="before")
     @classmethod
     def _norm(cls, v: Any) -> Any:
-        return _senders(v)
+        return sender_ids(v)
 
 
 class GroupConfig(ConfigModel):
@@ -101,7 +103,7 @@ class GroupConfig(ConfigModel):
     @field_validator("allow_from", "roles", mode="before")
     @classmethod
     def _norm(cls, v: Any) -> Any:
-        return _senders(v)
+        return sender_ids(v)
 
 
 class ChannelAccountConfig(ConfigModel):
@@ -128,7 +130,7 @@ class ChannelAccountConfig(ConfigModel):
     @field_validator("allow_from", "group_allow_from", mode="before")
     @classmethod
     def _norm(cls, v: Any) -> Any:
-        return _senders(v)
+        return sender_ids(v)
 
 
 def merged_account(root: ChannelAccountConfig, account: ChannelAccountConfig | None) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import ConfigDict, Field, SecretStr, field_validator
 
 from homarus.config.base import ConfigModel
-from homarus.config.channels import ChannelAccountConfig, ChannelConfig, GroupConfig, TopicConfig
+from homarus.config.channels import ChannelAccountConfig, ChannelConfig, GroupConfig, TopicConfig, sender_ids
 from homarus.patterns import Pattern
 
 __all__ = ["DiscordAccountConfig", "DiscordChannelRule", "DiscordConfig", "DiscordGuildConfig", "guild_groups"]
@@ -23,11 +23,10 @@ __all__ = ["DiscordAccountConfig", "DiscordChannelRule", "DiscordConfig", "Disco
 _ID = r"^(\d{1,25}|\*)$"
 
 
-def _ids(value: Any) -> Any:
-    """Discord ids as strings (JSON numbers lose precision past 2^53, so both forms are taken)."""
-    if isinstance(value, list | tuple):
-        return tuple(str(v).strip() if isinstance(v, int | str) and not isinstance(v, bool) else v for v in value)
-    return value
+def _known_ids(kind: str, keys: Any) -> None:
+    bad = [k for k in keys if not re.match(_ID, k)]
+    if bad:
+        raise ValueError(f"{kind} keys are {kind} ids or '*': {', '.join(map(repr, bad))}")
 
 
 class DiscordChannelRule(ConfigModel):
@@ -44,7 +43,7 @@ class DiscordChannelRule(ConfigModel):
     @field_validator("users", "roles", mode="before")
     @classmethod
     def _norm(cls, v: Any) -> Any:
-        return _ids(v)
+        return sender_ids(v)
 
 
 class DiscordGuildConfig(ConfigModel):
@@ -61,14 +60,12 @@ class DiscordGuildConfig(ConfigModel):
     @field_validator("users", "roles", mode="before")
     @classmethod
     def _norm(cls, v: Any) -> Any:
-        return _ids(v)
+        return sender_ids(v)
 
     @field_validator("channels")
     @classmethod
     def _channel_ids(cls, v: dict[str, DiscordChannelRule]) -> dict[str, DiscordChannelRule]:
-        bad = [k for k in v if not re.match(_ID, k)]
-        if bad:
-            raise ValueError(f"channel keys are channel ids or '*': {', '.join(map(repr, bad))}")
+        _known_ids("channel", v)
         return v
 
 
@@ -94,9 +91,7 @@ class DiscordAccountConfig(ChannelAccountConfig):
     @field_validator("guilds")
     @classmethod
     def _guild_ids(cls, v: dict[str, DiscordGuildConfig] | None) -> dict[str, DiscordGuildConfig] | None:
-        bad = [k for k in v or {} if not re.match(_ID, k)]
-        if bad:
-            raise ValueError(f"guild keys are guild ids or '*': {', '.join(map(repr, bad))}")
+        _known_ids("guild", v or {})
         return v
 
 

@@ -171,16 +171,14 @@ class Gateway:
                     await ws.send(json.dumps({"op": 2, "d": self._identify()}))
                 async for raw in ws:
                     await self._frame(ws, raw)
-            except ConnectionClosed as closed:
-                code = closed.rcvd.code if closed.rcvd is not None else None
-                self._closed(code, closed.rcvd.reason if closed.rcvd is not None else "")
+            except ConnectionClosed:
+                pass  # its code is the connection's, read below as for a close ending the loop
             finally:
                 if heartbeat is not None:
                     heartbeat.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await heartbeat
-            code = ws.close_code
-            self._closed(code, ws.close_reason or "")
+            self._closed(ws.close_code, ws.close_reason or "")
 
     def _closed(self, code: int | None, reason: str) -> None:
         if self._stopping:
