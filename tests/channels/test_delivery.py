@@ -109,3 +109,15 @@ async def test_a_permanent_refusal_is_dead_at_once(outbox: Outbox) -> None:
     enqueue(outbox, "a", "hi")
     _, dead = await run(outbox, account)
     assert dead == ["hi: 403 blocked by the user"] and account.tries["hi"] == 1
+
+
+async def test_stopping_right_after_a_wake_ends_the_loop(outbox: Outbox) -> None:
+    # a cancel that arrived as the wake-up completed was lost on Python 3.11 (asyncio.wait_for), and
+    # stop() then waited for a loop that went on sleeping: a hang seen once in CI
+    for _ in range(5):
+        sender = Delivery(outbox, lambda _row: None)
+        sender.start()
+        await asyncio.sleep(0.1)  # the loop is asleep until something comes due
+        sender.poke()
+        async with asyncio.timeout(5):
+            await sender.stop()

@@ -120,7 +120,8 @@ class Delivery:
         nxt = await asyncio.to_thread(self.outbox.next_due_at)
         delay = 30.0 if nxt is None else max(0.0, (nxt - _now_ms()) / 1000)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), min(delay, 30.0) if delay > 0 else 0.05)
+            async with asyncio.timeout(min(delay, 30.0) if delay > 0 else 0.05):
+                await self._wake.wait()
 
     async def _deliver(self, row: OutboxRow) -> None:
         account = self.account_for(row)

@@ -290,7 +290,8 @@ class CronScheduler:
         cancelled = False
         timeout = self._timeout_s(job)
         try:
-            result = await asyncio.wait_for(self.runner(job), timeout)
+            async with asyncio.timeout(timeout):
+                result = await self.runner(job)
         except TimeoutError:
             result = RunResult("error", error=f"job timed out after {timeout:g}s")
         except asyncio.CancelledError:

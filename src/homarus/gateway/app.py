@@ -250,7 +250,8 @@ class Gateway(LazyServices, GatewayContext):
             from homarus.plugins.events import GatewayStopEvent
 
             with contextlib.suppress(TimeoutError):  # the hook's own 5 s timeout bounds each handler
-                await asyncio.wait_for(self.hooks.void("gateway_stop", GatewayStopEvent(reason)), 6.0)
+                async with asyncio.timeout(6.0):
+                    await self.hooks.void("gateway_stop", GatewayStopEvent(reason))
         if self.built("cron"):
             from homarus.usecases.cron import stop_cron
 

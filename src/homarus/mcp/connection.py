@@ -102,7 +102,8 @@ class McpConnection:
             if remaining <= 0:
                 raise McpUnavailable(self._why())
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await changed.wait()
 
     def _usable(self) -> bool:
         return self.state == "ready" and self._client is not None and not self._broken.is_set()
@@ -117,7 +118,8 @@ class McpConnection:
         task, self._task = self._task, None
         if task is not None:
             try:
-                await asyncio.wait_for(asyncio.shield(task), 5.0)
+                async with asyncio.timeout(5.0):
+                    await asyncio.shield(task)
             except (TimeoutError, Exception):
                 task.cancel()
                 with contextlib.suppress(BaseException):
@@ -206,7 +208,8 @@ class McpConnection:
         tools: list[Tool] = []
         cursor: str | None = None
         for _ in range(100):  # pages
-            page = await asyncio.wait_for(client.list_tools(cursor=cursor, cache_mode="refresh"), self._start_timeout())
+            async with asyncio.timeout(self._start_timeout()):
+                page = await client.list_tools(cursor=cursor, cache_mode="refresh")
             tools.extend(page.tools)
             cursor = page.next_cursor
             if not cursor:
@@ -296,10 +299,10 @@ class McpConnection:
         if client is None:
             raise McpUnavailable(self._why())
         try:
-            return await asyncio.wait_for(
-                client.call_tool(tool, arguments, read_timeout_seconds=self._timeout(), progress_callback=on_progress),
-                self._timeout() + 1,
-            )
+            async with asyncio.timeout(self._timeout() + 1):
+                return await client.call_tool(
+                    tool, arguments, read_timeout_seconds=self._timeout(), progress_callback=on_progress
+                )
         except TimeoutError:
             raise McpUnavailable(self._late(tool)) from None
         except Exception as exc:

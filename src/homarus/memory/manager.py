@@ -293,7 +293,8 @@ class MemoryManager:
         if self._last_sync is None and self._inflight is not None and not self._inflight.done():
             # the very first index is being built: an old index would be an empty one, so wait (bounded)
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(asyncio.shield(self._inflight), FIRST_SYNC_WAIT_S)
+                async with asyncio.timeout(FIRST_SYNC_WAIT_S):
+                    await asyncio.shield(self._inflight)
         vector, reason = (None, self.provider_reason) if self.provider is None else await self._embed_query(q)
         mode: Literal["hybrid", "vector", "fts-only"] = (
             "fts-only" if vector is None else ("hybrid" if qc.hybrid.enabled else "vector")

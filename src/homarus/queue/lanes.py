@@ -158,7 +158,8 @@ class LaneQueue:
 
     async def wait_idle(self, timeout: float | None = None) -> bool:
         try:
-            await asyncio.wait_for(self._idle.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._idle.wait()
         except TimeoutError:
             return False
         return True

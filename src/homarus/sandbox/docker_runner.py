@@ -79,7 +79,8 @@ class SubprocessRunner:
         except OSError as exc:
             return 126, "", f"could not run {self.docker}: {exc.strerror or exc}"
         try:
-            out, err = await asyncio.wait_for(proc.communicate(), timeout)
+            async with asyncio.timeout(timeout):
+                out, err = await proc.communicate()
         except TimeoutError:
             return 124, "", f"docker {args[0] if args else ''} timed out after {timeout:g} s"
         finally:
@@ -87,7 +88,8 @@ class SubprocessRunner:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(proc.wait(), 5.0)
+                    async with asyncio.timeout(5.0):
+                        await proc.wait()
         return proc.returncode or 0, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
 
 

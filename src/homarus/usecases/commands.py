@@ -112,7 +112,8 @@ async def run_command(host: PluginsHost, text: str, session_key: str) -> str | N
     try:
         result = command.handler(args.strip(), ctx)
         if inspect.isawaitable(result):
-            result = await asyncio.wait_for(result, PLUGIN_COMMAND_TIMEOUT_S)
+            async with asyncio.timeout(PLUGIN_COMMAND_TIMEOUT_S):
+                result = await result
     except Exception as exc:  # a failing command answers with its error, the chat goes on
         return f"/{name} failed: {exc}"
     return "" if result is None else str(result)

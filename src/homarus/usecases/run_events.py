@@ -220,7 +220,8 @@ async def _wait_for(waiters: dict[str, list[asyncio.Future[T]]], run_id: str, ti
     fut: asyncio.Future[T] = asyncio.get_running_loop().create_future()
     waiters.setdefault(run_id, []).append(fut)
     try:
-        return await asyncio.wait_for(fut, timeout_s)
+        async with asyncio.timeout(timeout_s):
+            return await fut
     except TimeoutError:
         return None
     finally:

@@ -151,7 +151,8 @@ class Webhooks:
         completion: dict[str, Any] | None
         if task is not None:
             try:
-                completion = await asyncio.wait_for(asyncio.shield(task), limit)
+                async with asyncio.timeout(limit):
+                    completion = await asyncio.shield(task)
             except TimeoutError:
                 completion = None
         else:  # a retry of a run already accepted: the journal says when it ends

@@ -156,7 +156,8 @@ class Gateway:
             self.connections += 1
             heartbeat: asyncio.Task[None] | None = None
             try:
-                hello = json.loads(await asyncio.wait_for(ws.recv(), HELLO_TIMEOUT_S))
+                async with asyncio.timeout(HELLO_TIMEOUT_S):
+                    hello = json.loads(await ws.recv())
                 if not isinstance(hello, dict) or hello.get("op") != 10:
                     raise ValueError("the first frame was not HELLO")
                 interval = float(hello["d"]["heartbeat_interval"]) / 1000

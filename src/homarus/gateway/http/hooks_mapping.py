@@ -173,7 +173,8 @@ async def _transform(loader: TransformLoader, mapping: HookMapping, context: dic
         arg = {k: context[k] for k in ("payload", "headers", "query", "path")}
         result = fn(arg)
         if inspect.isawaitable(result):
-            result = await asyncio.wait_for(result, TRANSFORM_TIMEOUT_S)
+            async with asyncio.timeout(TRANSFORM_TIMEOUT_S):
+                result = await result
     except MappingFailed:
         raise
     except Exception as exc:

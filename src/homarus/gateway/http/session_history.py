@@ -182,7 +182,8 @@ async def _live(gateway: GatewayContext, key: SessionKey, limit: int) -> AsyncIt
         yield sse_event("history", snap.page(limit, None))
         while True:
             try:
-                await asyncio.wait_for(watch.changed.wait(), POLL_S)
+                async with asyncio.timeout(POLL_S):
+                    await watch.changed.wait()
             except TimeoutError:
                 ref = await asyncio.to_thread(gateway.sessions.get, key)
                 stamp = _stamp(gateway.sessions.transcript_for(ref).path) if ref is not None else None

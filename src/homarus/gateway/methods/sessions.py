@@ -388,9 +388,8 @@ async def sessions_reset(call: MethodCall, p: ResetParams) -> dict[str, Any]:
     if hooks.has("before_reset"):  # awaited (bounded): plugins read the history before it is archived
         transcript = str(mgr.transcript_for(before).path)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(
-                hooks.void("before_reset", ev.BeforeResetEvent(transcript, p.reason or "reset", context=ctx)), 10.0
-            )
+            async with asyncio.timeout(10.0):
+                await hooks.void("before_reset", ev.BeforeResetEvent(transcript, p.reason or "reset", context=ctx))
     ref, archived = await asyncio.to_thread(mgr.reset, key)
     await asyncio.to_thread(call.gateway.injections.clear, key.canonical)
     reason_text = p.reason or "reset"

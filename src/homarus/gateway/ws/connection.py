@@ -109,7 +109,8 @@ class WSConnection:
             if not self.outbox.closing:
                 self.outbox.close(CloseCode.NORMAL)
             try:
-                await asyncio.wait_for(writer, timeout=5)
+                async with asyncio.timeout(5):
+                    await writer
             except (TimeoutError, OSError, RuntimeError):
                 writer.cancel()
             except Exception:  # the peer went away mid-write; nothing left to tell it
@@ -126,7 +127,8 @@ class WSConnection:
             await self._send({"type": "websocket.close", "code": CloseCode.POLICY_VIOLATION})
 
     async def _next_text(self, timeout: float | None = None) -> str | bytes:
-        message = await (self._receive() if timeout is None else asyncio.wait_for(self._receive(), timeout))
+        async with asyncio.timeout(timeout):
+            message = await self._receive()
         if message["type"] == "websocket.disconnect":
             raise _Disconnected
         text = message.get("text")

@@ -71,4 +71,5 @@ class WSHub:
         if connections:
             self._drained.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._drained.wait(), timeout=timeout_s)
+                async with asyncio.timeout(timeout_s):
+                    await self._drained.wait()
