@@ -36,10 +36,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http import HTTPStatus
 from typing import Any
 
-from tests.fakes.http_wire import read_request
+from tests.fakes.http_wire import serve_requests
+from tests.fakes.live_socket import LiveSocket
 from tests.fakes.threaded import in_thread
 
 __all__ = ["BOT_ID", "FAKE_TOKEN", "FakeDiscord", "Posted", "run_fake_discord"]
@@ -61,8 +61,9 @@ class Posted:
     at: float = 0.0
 
 
-class FakeDiscord:
+class FakeDiscord(LiveSocket):
     def __init__(self, token: str = FAKE_TOKEN) -> None:
+        super().__init__()
         self.token = token
         self.host = "127.0.0.1"
         self.rest_port = 0
@@ -87,14 +88,11 @@ class FakeDiscord:
         self._seq = 0
         #: session id → every dispatch sent in it (seq, frame), for RESUME replays
         self._sessions: dict[str, list[tuple[int, str]]] = {}
-        self._current: Any = None
         self._current_session: str | None = None
         self._pending: list[tuple[str, dict[str, Any]]] = []
         self._limited: list[tuple[float, bool]] = []
         self._buckets: dict[str, tuple[int, float]] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._lock = threading.Lock()
-        self._tasks: set[asyncio.Future[None]] = set()
 
     # -- test controls --------------------------------------------------------------------------------
     @property
@@ -179,10 +177,6 @@ class FakeDiscord:
         self._call(self._dispatch_now, "INTERACTION_CREATE", data)
         return interaction_id
 
-    def drop(self) -> None:
-        """Cut the live connection without a close frame (a network failure)."""
-        self._call(self._abort)
-
     def forget_sessions(self) -> None:
         with self._lock:
             self._sessions.clear()
@@ -194,10 +188,6 @@ class FakeDiscord:
     def posted_to(self, channel_id: str) -> list[str]:
         return [p.content for p in self.posted if p.channel_id == channel_id]
 
-    def _call(self, fn: Any, *args: Any) -> None:
-        assert self._loop is not None
-        self._loop.call_soon_threadsafe(fn, *args)
-
     # -- gateway --------------------------------------------------------------------------------------
     def _dispatch_now(self, name: str, data: dict[str, Any]) -> None:
         session = self._current_session
@@ -208,16 +198,7 @@ class FakeDiscord:
         frame = json.dumps({"op": 0, "t": name, "s": self._seq, "d": data})
         with self._lock:
             self._sessions.setdefault(session, []).append((self._seq, frame))
-        self._tasks.add(task := asyncio.ensure_future(self._send(self._current, frame)))
-        task.add_done_callback(self._tasks.discard)
-
-    async def _send(self, ws: Any, frame: str) -> None:
-        with contextlib.suppress(Exception):
-            await ws.send(frame)
-
-    def _abort(self) -> None:
-        if self._current is not None:
-            self._current.transport.abort()
+        self._send_frame(frame)
 
     async def serve_ws(self, ws: Any) -> None:
         await ws.send(json.dumps({"op": 10, "d": {"heartbeat_interval": self.heartbeat_interval_ms}}))
@@ -284,17 +265,7 @@ class FakeDiscord:
 
     # -- REST -----------------------------------------------------------------------------------------
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                try:
-                    method, target, headers, body = await read_request(reader)
-                except (asyncio.IncompleteReadError, ConnectionError, ValueError):
-                    return
-                status, payload, extra, ctype = self._route(method, target, headers, body)
-                writer.write(_response(status, payload, extra, ctype))
-                await writer.drain()
-        finally:
-            writer.close()
+        await serve_requests(reader, writer, self._route)
 
     def _route(
         self, method: str, target: str, headers: dict[str, str], body: bytes
@@ -396,14 +367,6 @@ def _limit_headers(bucket: str, remaining: int, reset_after: float, limit: int =
 
 def _json(status: int, body: dict[str, Any]) -> tuple[int, bytes, dict[str, str], str]:
     return status, json.dumps(body).encode(), {}, "application/json"
-
-
-def _response(status: int, body: bytes, extra: dict[str, str], ctype: str) -> bytes:
-    phrase = HTTPStatus(status).phrase
-    head = [f"HTTP/1.1 {status} {phrase}", f"content-type: {ctype}", f"content-length: {len(body)}"]
-    head += [f"{k}: {v}" for k, v in extra.items()]
-    head.append("connection: keep-alive")
-    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
 
 @contextlib.contextmanager

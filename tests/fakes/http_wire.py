@@ -1,10 +1,15 @@
-"""The request side of HTTP/1.1 for the fake servers: one request off a stream (chunked or not)."""
+"""HTTP/1.1 for the fake servers: one request off a stream (chunked or not), one response's bytes."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from http import HTTPStatus
 
-__all__ = ["read_request"]
+__all__ = ["Route", "read_request", "response_bytes", "serve_requests"]
+
+#: (method, target, headers, body) → (status, body, extra headers, content type)
+Route = Callable[[str, str, dict[str, str], bytes], tuple[int, bytes, dict[str, str], str]]
 
 
 async def read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes]:
@@ -26,3 +31,26 @@ async def read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str
     else:
         body = await reader.readexactly(int(headers.get("content-length", "0")))
     return method, target, headers, body
+
+
+def response_bytes(status: int, body: bytes, extra: dict[str, str], ctype: str) -> bytes:
+    """A keep-alive response: status line, content type and length, ``extra`` headers, body."""
+    phrase = HTTPStatus(status).phrase
+    head = [f"HTTP/1.1 {status} {phrase}", f"content-type: {ctype}", f"content-length: {len(body)}"]
+    head += [f"{k}: {v}" for k, v in extra.items()]
+    head.append("connection: keep-alive")
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+async def serve_requests(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, route: Route) -> None:
+    """Answer each request on a keep-alive connection with ``route``, until the client leaves."""
+    try:
+        while True:
+            try:
+                method, target, headers, body = await read_request(reader)
+            except (asyncio.IncompleteReadError, ConnectionError, ValueError):
+                return
+            writer.write(response_bytes(*route(method, target, headers, body)))
+            await writer.drain()
+    finally:
+        writer.close()

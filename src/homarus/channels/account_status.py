@@ -2,16 +2,26 @@
 
 The bundled accounts keep these the same way (``channels.status`` and ``health`` read them through
 :meth:`ChannelAccount.health`), so they share this base: an account sets ``state`` and calls
-:meth:`failed` (logged once, as an error), :meth:`received` and :meth:`sent`.
+:meth:`failed` (logged once, as an error), :meth:`state_changed` (a connection's ups and downs),
+:meth:`received` and :meth:`sent`, and ends with :meth:`_stopped`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from homarus.tasks import cancel_and_wait
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["AccountStatus", "now_ms"]
+
+
+class _Closable(Protocol):
+    async def aclose(self) -> None: ...
 
 
 def now_ms() -> int:
@@ -46,6 +56,19 @@ class AccountStatus:
         self.state = "error"
         self.last_error = message[:300]
         self.log.error("%s[%s]: %s", self.channel_id, self.account_id, self.last_error)
+
+    def state_changed(self, state: str, error: str | None) -> None:
+        """A connection's new state; an error is logged once, as a warning (it reconnects)."""
+        if error != self.last_error and error:
+            self.log.warning("%s[%s]: %s", self.channel_id, self.account_id, error)
+        self.state, self.last_error = state, error
+
+    async def _stopped(self, task: asyncio.Task[None] | None, client: _Closable | None) -> None:
+        """Wait until the receiving ``task`` has ended (cancelled), close ``client``, say stopped."""
+        await cancel_and_wait(task)
+        if client is not None:
+            await client.aclose()
+        self.state = "stopped"
 
     def received(self) -> None:
         self.last_inbound_at = now_ms()

@@ -12,16 +12,30 @@ from typing import Any, Literal
 
 __all__ = [
     "Attachment",
+    "AttachmentKind",
     "ChannelCapabilities",
     "ChatKind",
     "InboundMessage",
     "OutboundMessage",
     "SendReceipt",
     "Target",
+    "attachment_kind",
 ]
 
 ChatKind = Literal["direct", "group", "channel"]
 AttachmentKind = Literal["image", "document", "audio", "voice", "video", "sticker"]
+
+
+def attachment_kind(mime: str | None) -> AttachmentKind:
+    """What a file is by its MIME type: an image, audio, a video, else a document."""
+    major = (mime or "").split("/", 1)[0]
+    if major == "image":
+        return "image"
+    if major == "audio":
+        return "audio"
+    if major == "video":
+        return "video"
+    return "document"
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""A platform request whose sending is recorded just before its last byte is written.
+"""HTTP to a chat platform: the client every adapter sends with (:func:`platform_client`), and a
+request whose sending is recorded just before its last byte is written (:func:`marked`).
 
 The platform acts on a request only once its whole body arrived (``Content-Length``), so the
 record that a piece was sent (the outbox's ``transmitted``) is committed while the request is
@@ -12,10 +13,38 @@ over HTTP marks its sends with :func:`marked`.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Final
 
 import httpx
 
-__all__ = ["marked"]
+from homarus.http_transport import transport_for
+from homarus.tls import context_for
+
+__all__ = ["marked", "platform_client"]
+
+_CONNECTIONS: Final = 20
+_KEEPALIVE: Final = 10
+
+
+def platform_client(
+    api_root: str,
+    *,
+    timeout_s: float,
+    base_url: str = "",
+    headers: dict[str, str] | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> httpx.AsyncClient:
+    """A pooled client for a platform's API at ``api_root`` (its TLS context: none for plain
+    HTTP, a local stand-in), connecting within 10 s and answering within ``timeout_s``."""
+    verify = context_for(api_root)
+    return httpx.AsyncClient(
+        base_url=base_url,
+        headers=headers,
+        timeout=httpx.Timeout(timeout_s, connect=10.0),
+        transport=transport or transport_for(verify, max_connections=_CONNECTIONS, max_keepalive=_KEEPALIVE),
+        limits=httpx.Limits(max_connections=_CONNECTIONS, max_keepalive_connections=_KEEPALIVE),
+        verify=verify,
+    )
 
 
 def marked(

@@ -4,19 +4,15 @@ once in the end (a real gateway process, the fake Bot API server, a fake model).
 
 from __future__ import annotations
 
-import asyncio
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tests.fakes import Reply, run_fake_llm
-from tests.fakes.llm_server import RecordedRequest
+from tests.channels.crash_burst import burst_killed_twice, echo_slowly
+from tests.fakes import run_fake_llm
 from tests.fakes.telegram_server import FakeTelegram, run_fake_telegram
-from tests.gateway.crash_harness import config, crashable, user_texts
-from tests.waiting import wait_for
+from tests.gateway.crash_harness import config, crashable
 
 CHATS = [1000 + i for i in range(10)]
-PER_CHAT = 5
 
 
 def telegram_config(llm_url: str, fake: FakeTelegram) -> dict[str, Any]:
@@ -29,46 +25,17 @@ def telegram_config(llm_url: str, fake: FakeTelegram) -> dict[str, Any]:
     return cfg
 
 
-def answered(fake: FakeTelegram) -> Counter[str]:
-    return Counter(m.text for m in list(fake.sent) if m.text.startswith("msg-"))
-
-
 async def test_a_burst_of_50_messages_killed_twice_gets_exactly_one_answer_each(tmp_path: Path) -> None:
     with run_fake_llm() as llm, run_fake_telegram() as fake:
-
-        def respond(request: RecordedRequest) -> Reply | None:
-            texts = user_texts(request.json)
-            return Reply(texts[-1].strip() if texts else "?", delay_s=0.15)
-
-        llm.respond = respond
+        echo_slowly(llm)
         with crashable(tmp_path, telegram_config(llm.base_url, fake)) as box:
             box.start()
-            expected = []
-            for i in range(PER_CHAT):
-                for chat in CHATS:
-                    text = f"msg-{chat}-{i}"
-                    expected.append(text)
-                    fake.user_message(chat, text)
-            await wait_for(lambda: len(answered(fake)) >= 8, timeout=30, what="the first answers")
-            box.kill9()  # mid-burst: runs waiting on the model, pieces in the outbox, updates unconfirmed
-            first_kill = sum(answered(fake).values())
-            box.start()
-            try:
-                await wait_for(lambda: sum(answered(fake).values()) >= first_kill + 10, timeout=30, what="more answers")
-            except AssertionError:
-                print(box.proc.stderr[-6000:], box.proc.stdout[-3000:], answered(fake), first_kill)
-                raise
-            box.kill9()
-            box.start()
-            await wait_for(lambda: len(answered(fake)) == len(expected), timeout=60, what="every answer")
-            await asyncio.sleep(1.0)  # anything sent twice would show up now
-            counts = answered(fake)
-            assert sorted(counts) == sorted(expected)
-            assert {t: n for t, n in counts.items() if n != 1} == {}  # exactly once each
-            for chat in CHATS:  # per chat, the answers came in the order the messages were sent
-                mine = [t for t in fake.texts_to(chat) if t.startswith("msg-")]
-                assert mine == [f"msg-{chat}-{i}" for i in range(PER_CHAT)], (chat, mine)
+            await burst_killed_twice(
+                box,
+                [str(chat) for chat in CHATS],
+                lambda chat, text: fake.user_message(int(chat), text),
+                lambda: [(m.chat_id, m.text) for m in list(fake.sent)],
+            )
             assert fake.pending_updates == 0  # every update was acknowledged
-            journal = box.journal()
-            channel_runs = [r for r in journal.values() if r["kind"] == "channel"]
-            assert len(channel_runs) == len(expected) and {r["status"] for r in channel_runs} == {"ok"}
+            channel_runs = [r for r in box.journal().values() if r["kind"] == "channel"]
+            assert len(channel_runs) == 50 and {r["status"] for r in channel_runs} == {"ok"}

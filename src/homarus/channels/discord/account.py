@@ -28,7 +28,6 @@ from homarus.channels.discord.gateway import Gateway, GatewayStopped, ResumeStat
 from homarus.channels.discord.inbound import SLASH_COMMANDS, ChannelInfo, normalize_interaction, normalize_message
 from homarus.channels.media_files import checked_size, store_download
 from homarus.channels.model import Attachment, InboundMessage, OutboundMessage, SendReceipt, Target
-from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from homarus.channels.adapter import AccountContext, Transmitted
@@ -86,7 +85,7 @@ class DiscordAccount(AccountStatus):
             self.failed("Discord gave no gateway URL")
             raise SendFailed(self.last_error or "no gateway URL")
         state = ResumeState.from_json(await self.ctx.sink.cursor("discord", self.account_id, CURSOR))
-        self.gateway = Gateway(token, url, self._dispatch, log=self.ctx.log, state=state, on_state=self._on_state)
+        self.gateway = Gateway(token, url, self._dispatch, log=self.ctx.log, state=state, on_state=self.state_changed)
         await self._register_commands()
         self._task = asyncio.create_task(self._run(), name=f"discord-gateway:{self.account_id}")
         self.state = "running"
@@ -102,12 +101,8 @@ class DiscordAccount(AccountStatus):
     async def stop(self) -> None:
         if self.gateway is not None:
             self.gateway.stop()
-        await cancel_and_wait(self._task)
-        self._task = None
-        if self.api is not None:
-            await self.api.aclose()
-            self.api = None
-        self.state = "stopped"
+        await self._stopped(self._task, self.api)
+        self._task, self.api = None, None
 
     async def logout(self) -> None:
         await self.stop()
@@ -126,11 +121,6 @@ class DiscordAccount(AccountStatus):
             }
         return out
 
-    def _on_state(self, state: str, error: str | None) -> None:
-        if error != self.last_error and error:
-            self.ctx.log.warning("discord[%s]: %s", self.account_id, error)
-        self.state, self.last_error = state, error
-
     # -- receiving --------------------------------------------------------------------------------------
     async def _dispatch(self, name: str, data: dict[str, Any], seq: int | None) -> None:
         if name == "MESSAGE_CREATE":
@@ -142,13 +132,13 @@ class DiscordAccount(AccountStatus):
             user: dict[str, Any] = raw_user if isinstance(raw_user, dict) else {}
             self.bot_id = str(user.get("id") or self.bot_id)
             self.bot_name = str(user.get("username") or self.bot_name)
-            self._on_state("running", None)
+            self.state_changed("running", None)
             # the new session is what a restart resumes, even before its first message
             assert self.gateway is not None
             cursor = ResumeState(self.gateway.state.session_id, self.gateway.state.resume_url, seq).to_json()
             await self.ctx.sink.receive([], ("discord", self.account_id, CURSOR, cursor))
         elif name == "RESUMED":
-            self._on_state("running", None)
+            self.state_changed("running", None)
         elif name == "GUILD_CREATE":
             guild = str(data.get("id") or "")
             for raw in [*(data.get("channels") or ()), *(data.get("threads") or ())]:

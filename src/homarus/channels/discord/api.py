@@ -26,15 +26,12 @@ from typing import Any, Final
 import httpx
 
 from homarus import __version__
-from homarus.channels.transmit import marked
-from homarus.http_transport import transport_for
+from homarus.channels.transmit import marked, platform_client
 from homarus.security.log_redaction import protect, redact_secrets
-from homarus.tls import context_for
 
 __all__ = ["DEFAULT_API_ROOT", "DiscordApi", "DiscordApiError", "DiscordNetworkError", "RateLimits"]
 
 DEFAULT_API_ROOT: Final = "https://discord.com/api/v10"
-_CONNECTIONS, _KEEPALIVE = 20, 10
 #: the longest pre-emptive wait for a bucket's reset; a longer one is raised as a 429 would be
 MAX_BUCKET_WAIT_S: Final = 30.0
 
@@ -105,17 +102,14 @@ class DiscordApi:
         protect(token)
         self.api_root = api_root.rstrip("/")
         self.limits = RateLimits()
-        verify = context_for(self.api_root)
-        self._client = httpx.AsyncClient(
+        self._client = platform_client(
+            self.api_root,
             base_url=self.api_root + "/",
             headers={
                 "authorization": f"Bot {token}",
                 "user-agent": f"DiscordBot (https://github.com/homarus, {__version__})",
             },
-            timeout=httpx.Timeout(timeout_s, connect=10.0),
-            transport=transport_for(verify, max_connections=_CONNECTIONS, max_keepalive=_KEEPALIVE),
-            limits=httpx.Limits(max_connections=_CONNECTIONS, max_keepalive_connections=_KEEPALIVE),
-            verify=verify,
+            timeout_s=timeout_s,
         )
 
     async def aclose(self) -> None:

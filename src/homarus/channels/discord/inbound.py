@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from homarus.channels.model import Attachment, AttachmentKind, ChatKind, InboundMessage
+from homarus.channels.model import Attachment, AttachmentKind, ChatKind, InboundMessage, attachment_kind
 
 __all__ = ["SLASH_COMMANDS", "THREAD_TYPES", "ChannelInfo", "normalize_interaction", "normalize_message"]
 
@@ -112,10 +112,7 @@ def _object(value: Any) -> dict[str, Any]:
 
 def _attachment(raw: dict[str, Any]) -> Attachment:
     mime = str(raw.get("content_type") or "") or None
-    kind: AttachmentKind = "document"
-    if mime:
-        major = mime.split("/", 1)[0]
-        kind = {"image": "image", "audio": "audio", "video": "video"}.get(major, "document")  # type: ignore[assignment]
+    kind: AttachmentKind = attachment_kind(mime)
     if raw.get("duration_secs") is not None and raw.get("waveform"):
         kind = "voice"  # Discord's voice messages carry a waveform
     size = raw.get("size")

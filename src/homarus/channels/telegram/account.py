@@ -36,7 +36,6 @@ from homarus.channels.model import Attachment, InboundMessage, OutboundMessage, 
 from homarus.channels.telegram.api import DEFAULT_API_ROOT, BotApi, TelegramApiError, TelegramNetworkError, parse_update
 from homarus.channels.telegram.format import markdown_to_html, markdown_to_text
 from homarus.channels.telegram.inbound import GENERAL_TOPIC, normalize_update
-from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     from homarus.channels.adapter import AccountContext, Transmitted
@@ -121,12 +120,8 @@ class TelegramAccount(AccountStatus):
 
     async def stop(self) -> None:
         self._stopping = True
-        await cancel_and_wait(self._task)
-        self._task = None
-        if self.api is not None:
-            await self.api.aclose()
-            self.api = None
-        self.state = "stopped"
+        await self._stopped(self._task, self.api)
+        self._task, self.api = None, None
 
     async def logout(self) -> None:
         """Stop, and remove the webhook this account set (the bot itself stays as BotFather made it)."""

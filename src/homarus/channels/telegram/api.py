@@ -23,15 +23,12 @@ from typing import Any, Final
 import httpx
 
 from homarus.channels.telegram.models import File, Message, Update, User
-from homarus.channels.transmit import marked
-from homarus.http_transport import transport_for
+from homarus.channels.transmit import marked, platform_client
 from homarus.security.log_redaction import protect, redact_secrets
-from homarus.tls import context_for
 
 __all__ = ["DEFAULT_API_ROOT", "BotApi", "TelegramApiError", "TelegramNetworkError"]
 
 #: connections to the Bot API at once, and kept open between calls (either transport)
-_CONNECTIONS, _KEEPALIVE = 20, 10
 
 DEFAULT_API_ROOT: Final = "https://api.telegram.org"
 #: what a long poll may take beyond its own ``timeout`` before the client gives up
@@ -69,13 +66,8 @@ class BotApi:
         self.api_root = api_root.rstrip("/")
         self._token = token
         self._timeout = timeout_s
-        verify = context_for(self.api_root)
-        self._client = httpx.AsyncClient(
-            base_url=f"{self.api_root}/bot{token}/",
-            timeout=httpx.Timeout(timeout_s, connect=10.0),
-            transport=transport or transport_for(verify, max_connections=_CONNECTIONS, max_keepalive=_KEEPALIVE),
-            limits=httpx.Limits(max_connections=_CONNECTIONS, max_keepalive_connections=_KEEPALIVE),
-            verify=verify,
+        self._client = platform_client(
+            self.api_root, base_url=f"{self.api_root}/bot{token}/", timeout_s=timeout_s, transport=transport
         )
 
     async def aclose(self) -> None:
