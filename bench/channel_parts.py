@@ -1,7 +1,7 @@
 """What the chat channel benchmarks share: a gateway process with a channel configured, waiting on
 a fake platform, idle RSS, the burst's counts, the arguments and the result table.
 
-Each channel's benchmark (``channels_bench.py`` for Telegram, ``discord_bench.py``) keeps only its
+Each channel's benchmark (``channels_bench.py`` for Telegram, ``discord_bench.py``, ``slack_bench.py``) keeps only its
 platform's part: how a message is offered to the fake and how a reply is seen there.
 """
 
@@ -20,13 +20,14 @@ from bench.harness import GatewayProcess, machine_footer, markdown_table
 __all__ = ["burst_counts", "channel_args", "channel_gateway", "channel_table", "idle_rss", "wait_until"]
 
 
-def channel_gateway(config: dict[str, Any], token_env: str) -> GatewayProcess:
-    """A gateway process on ``config`` (written to its own file); ``token_env`` unset for it."""
+def channel_gateway(config: dict[str, Any], *token_envs: str) -> GatewayProcess:
+    """A gateway process on ``config`` (written to its own file); ``token_envs`` unset for it."""
     gw = GatewayProcess(log_level="warning")
     path = gw.workdir / "homarus.json"
     path.write_text(json.dumps(config), encoding="utf-8")
     gw.env_overrides["HOMARUS_CONFIG"] = str(path)
-    gw.env_overrides[token_env] = None
+    for name in token_envs:
+        gw.env_overrides[name] = None
     return gw
 
 

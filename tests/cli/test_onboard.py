@@ -137,6 +137,8 @@ def test_typed_into_a_terminal(tmp_path: Path, llm: FakeLLM) -> None:
         child.sendline("2")  # the list is sorted: gpt-large, gpt-small
         child.expect("Discord")
         child.sendline("n")
+        child.expect("Slack")
+        child.sendline("n")
         child.expect("Telegram")
         child.sendline("n")
         if child.expect([pexpect.EOF, "in the background now"]) == 1:  # a machine with a user manager asks

@@ -41,6 +41,15 @@ CONFIG: dict[str, Any] = {
             },
         },
         "discord": {"enabled": False, "token": s("discord"), "accounts": {"ops": {"token": s("discord2")}}},
+        "slack": {
+            "enabled": False,
+            "botToken": s("slackbot"),
+            "appToken": s("slackapp"),
+            "signingSecret": s("slacksign"),
+            "accounts": {
+                "ops": {"botToken": s("slackbot2"), "appToken": s("slackapp2"), "signingSecret": s("slacksign2")}
+            },
+        },
     },
     "cron": {"webhookToken": s("cronhook")},
     "hooks": {"token": s("hooks")},
@@ -70,6 +79,7 @@ SECRETS = [
     "Whsec2222222222abcdefXYZ",
     *(s(n) for n in ("gwpassword", "memkey", "memheader", "sandboxenv", "bot", "bot2", "cronhook", "hooks")),
     *(s(n) for n in ("discord", "discord2")),
+    *(s(n) for n in ("slackbot", "slackapp", "slacksign", "slackbot2", "slackapp2", "slacksign2")),
     *(s(n) for n in ("mcpenv", "mcpheader", "urlpassword", "providerkey", "providerheader", "skillenv", "searchkey")),
 ]
 

@@ -45,6 +45,7 @@ __all__ = [
     "ChannelSink",
     "ChannelSpec",
     "SendFailed",
+    "SetupSecret",
     "Transmitted",
 ]
 
@@ -91,7 +92,8 @@ class AccountContext:
     sink: ChannelSink
     state_dir: Path
     log: logging.Logger
-    #: fetches a URL under the SSRF guard: ``await fetch(url, max_bytes=, timeout_s=, trusted_origin=)``
+    #: fetches a URL under the SSRF guard:
+    #: ``await fetch(url, max_bytes=, timeout_s=, trusted_origin=, headers=None)``
     fetch: Callable[..., Awaitable[Any]] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
 
@@ -127,6 +129,19 @@ class ChannelAccount(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class SetupSecret:
+    """A secret an account needs beside its main one (Slack's app-level token)."""
+
+    #: its config key (``appToken``), and what to call it when asking
+    key: str
+    label: str
+    #: the environment variable the default account reads when the config holds none
+    env: str | None = None
+    #: the modes that need it (empty: every mode)
+    modes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class ChannelSetup:
     """How ``homarus channels add`` and ``homarus onboard`` set up an account of the channel.
 
@@ -150,6 +165,10 @@ class ChannelSetup:
     onboard_question: str | None = None
     #: what a person does next, printed once the account is added
     next_step: str = ""
+    #: the transports ``--mode`` may choose, the default first (empty: the channel has one)
+    modes: tuple[str, ...] = ()
+    #: more secrets the account needs (``--secret <key>=<value>``, asked for, or their variables)
+    secrets: tuple[SetupSecret, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,12 +19,19 @@ Source = Literal["config", "file", "env", "missing", "none"]
 
 
 def source(
-    settings: Mapping[str, Any], account_id: str, key: str, env_var: str, env: Mapping[str, str] | None = None
+    settings: Mapping[str, Any],
+    account_id: str,
+    key: str,
+    env_var: str,
+    env: Mapping[str, str] | None = None,
+    *,
+    file_key: str | None = "token_file",
 ) -> Source:
-    """Where the secret comes from; with ``env``, whether the variable is set (``missing``)."""
+    """Where the secret comes from; with ``env``, whether the variable is set (``missing``).
+    ``file_key``: the config key naming a file that holds it (None: it cannot be in a file)."""
     if settings.get(key) is not None:
         return "config"
-    if settings.get("token_file"):
+    if file_key is not None and settings.get(file_key):
         return "file"
     if account_id != "default":
         return "none"
@@ -32,14 +39,22 @@ def source(
 
 
 def read(
-    settings: Mapping[str, Any], account_id: str, env: Mapping[str, str], *, key: str, env_var: str, where: str
+    settings: Mapping[str, Any],
+    account_id: str,
+    env: Mapping[str, str],
+    *,
+    key: str,
+    env_var: str,
+    where: str,
+    file_key: str | None = "token_file",
+    what: str = "bot token",
 ) -> str:
     """The secret; SendFailed (permanent) saying what to set when there is none. ``where``: the
     config key to name (``channels.discord.token``)."""
     secret = settings.get(key)
     if secret is not None:
         return str(secret.get_secret_value() if hasattr(secret, "get_secret_value") else secret).strip()
-    token_file = settings.get("token_file")
+    token_file = settings.get(file_key) if file_key is not None else None
     if token_file:
         path = Path(str(token_file)).expanduser()
         if path.is_symlink() or not path.is_file():
@@ -48,4 +63,4 @@ def read(
     value = env.get(env_var) if account_id == "default" else None
     if value:
         return value.strip()
-    raise SendFailed(f"no bot token: set {where} (or {env_var})", permanent=True)
+    raise SendFailed(f"no {what}: set {where} (or {env_var})", permanent=True)

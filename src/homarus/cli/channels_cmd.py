@@ -17,6 +17,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from homarus.channels.adapter import ChannelSetup, ChannelSpec
     from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
@@ -43,6 +45,13 @@ def add_channels_parser(ch: argparse.ArgumentParser) -> None:
         "--token", dest="bot_token", help='the secret; "-" reads it from stdin (default: prompt, or the env var)'
     )
     add.add_argument("--token-env", action="store_true", help="use the environment variable; store no token")
+    add.add_argument("--mode", help="the transport, where a channel has several (slack: socket or http)")
+    add.add_argument(
+        "--secret",
+        action="append",
+        metavar="KEY=VALUE",
+        help='another secret the channel needs (slack: appToken=xapp-…); VALUE "-" reads stdin (repeatable)',
+    )
     add.add_argument("--dm-policy", choices=_POLICIES, help="who may DM the bot (default: pairing)")
     add.add_argument("--allow-from", action="append", metavar="ID", help="a sender id allowed to DM (repeatable)")
     add.add_argument("--api-root", help="the platform's API base URL (a local server standing in for it)")
@@ -187,9 +196,52 @@ def _where(channel: str, account: str | None, body: Any) -> dict[str, Any]:
     return {"channels": {channel: body}}
 
 
-def channel_add_patch(args: argparse.Namespace, spec: ChannelSpec) -> tuple[dict[str, Any], str]:
+def _more_secrets(
+    args: argparse.Namespace, setup: ChannelSetup, mode: str | None, prompt: Callable[[str], str] | None
+) -> dict[str, str]:
+    """The other secrets to store (``--secret``, else asked for, else left to their variables)."""
+    import os
+
+    given: dict[str, str] = {}
+    for item in getattr(args, "secret", None) or ():
+        key, sep, value = str(item).partition("=")
+        if not sep:
+            raise ValueError(f"--secret {key}: write it as KEY=VALUE")
+        given[key.strip()] = sys.stdin.readline().strip() if value == "-" else value.strip()
+    known = {s.key: s for s in setup.secrets}
+    unknown = sorted(set(given) - set(known))
+    if unknown:
+        raise ValueError(f"--secret {unknown[0]}: this channel takes {', '.join(sorted(known)) or 'no other secret'}")
+    out: dict[str, str] = {}
+    for secret in setup.secrets:
+        if secret.modes and mode not in secret.modes:
+            continue
+        in_env = bool(secret.env and os.environ.get(secret.env))
+        found = given.get(secret.key)
+        if found is None and prompt is not None and not in_env:
+            found = prompt(secret.label[:1].upper() + secret.label[1:])
+        if found:
+            out[secret.key] = found
+        elif found is not None or not in_env:
+            also = f", or set {secret.env}" if secret.env else ""
+            raise ValueError(f"no {secret.label}: pass --secret {secret.key}=…{also}")
+    return out
+
+
+def _getpass_if_tty() -> Callable[[str], str] | None:
+    if not sys.stdin.isatty():
+        return None
+    import getpass
+
+    return lambda label: getpass.getpass(f"{label}: ").strip()
+
+
+def channel_add_patch(
+    args: argparse.Namespace, spec: ChannelSpec, *, prompt: Callable[[str], str] | None = None
+) -> tuple[dict[str, Any], str]:
     """The config patch adding the account ``args`` describe, and the account's name on the
-    platform (its secret checked there first unless ``--no-verify``)."""
+    platform (its secret checked there first unless ``--no-verify``). ``prompt`` asks for a
+    secret not given (default: a hidden prompt when stdin is a terminal)."""
     setup = spec.setup
     if setup is None:
         raise ValueError(f"`channels add` cannot set up {spec.id}; configure it under channels.{spec.id}")
@@ -199,6 +251,13 @@ def channel_add_patch(args: argparse.Namespace, spec: ChannelSpec) -> tuple[dict
     body: dict[str, Any] = {"enabled": True}
     if token is not None:
         body[setup.credential_key] = token
+    mode = getattr(args, "mode", None)
+    if mode is not None:
+        if mode not in setup.modes:
+            raise ValueError(f"--mode {mode}: {spec.id} has {', '.join(setup.modes) or 'no modes to choose'}")
+        body["mode"] = mode
+    effective_mode = mode or (setup.modes[0] if setup.modes else None)
+    body.update(_more_secrets(args, setup, effective_mode, prompt or _getpass_if_tty()))
     if args.dm_policy:
         body["dmPolicy"] = args.dm_policy
     if args.allow_from:

@@ -267,10 +267,10 @@ def _channel(args: argparse.Namespace, paths: StatePaths, ask: Prompter, interac
         return None
     ns = argparse.Namespace(
         channel=chosen.id, account=None, bot_token=token, token_env=False, dm_policy=None,
-        allow_from=None, api_root=None, no_verify=False,
+        allow_from=None, api_root=None, no_verify=False, mode=None, secret=None,
     )  # fmt: skip
     try:
-        patch, name = channel_add_patch(ns, chosen)
+        patch, name = channel_add_patch(ns, chosen, prompt=ask.secret if interactive else None)
     except ValueError as exc:
         raise Stop(f"{chosen.label}: {exc}") from None
     print(f"  {chosen.label} {name}: strangers get a pairing code; approve them with `homarus pairing approve`")

@@ -66,6 +66,7 @@ BUNDLED_PLUGINS: tuple[BundledPlugin, ...] = (
     BundledPlugin("homarus.channels.plugin"),
     BundledPlugin("homarus.channels.telegram.plugin"),
     BundledPlugin("homarus.channels.discord.plugin"),
+    BundledPlugin("homarus.channels.slack.plugin"),
 )
 
 

@@ -112,6 +112,7 @@ def test_onboarding_offers_the_channel_with_its_own_question(tmp_path: Path) -> 
     assert asked == [
         "Add a Discord bot now (a token from the Developer Portal)?",
         "Add a Loopchat account now?",
+        "Add a Slack app now (a bot token and an app-level token)?",
         "Add a Telegram bot now (a token from @BotFather)?",
     ]
     asked.clear()

@@ -81,13 +81,18 @@ class ChannelService:
         self.manager.inbox.prune(RETENTION_MS)
         self.manager.outbox.prune(RETENTION_MS)
 
-    async def _fetch(self, url: str, *, max_bytes: int, timeout_s: float, trusted_origin: str) -> Any:
-        """The guarded egress, trusting exactly the platform API's origin (a local Bot API server)."""
+    async def _fetch(
+        self, url: str, *, max_bytes: int, timeout_s: float, trusted_origin: str, headers: dict[str, str] | None = None
+    ) -> Any:
+        """The guarded egress, trusting exactly the platform API's origin (a local Bot API server);
+        ``headers`` (a platform's authorization) are dropped by any redirect to another origin."""
         from homarus.security.ssrf_rules import SsrfPolicy
 
         parts = urlsplit(trusted_origin)
         policy = SsrfPolicy(trusted_origins=frozenset({f"{parts.scheme}://{parts.netloc}"}))
-        return await self.host.web_client.fetch(url, max_bytes=max_bytes, timeout_s=timeout_s, policy=policy)
+        return await self.host.web_client.fetch(
+            url, max_bytes=max_bytes, timeout_s=timeout_s, policy=policy, headers=headers
+        )
 
     # -- replies and sends ----------------------------------------------------------------------------
     async def reply(self, target: Target, text: str, *, key: str, markdown: bool = True) -> None:
