@@ -22,12 +22,8 @@ on loopback (the real wire formats: the Gateway v10 over a WebSocket, the REST A
 from __future__ import annotations
 
 import argparse
-import re
 import sys
-import time
-from collections import Counter
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,133 +31,50 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fakes.discord_server import FakeDiscord, run_fake_discord
 
-from bench.channel_parts import burst_counts, channel_args, channel_gateway, channel_table, idle_rss, wait_until
-from bench.harness import GatewayProcess, bench_main, machine_facts, progress, summarize
+from bench.channel_parts import Platform, base_config, channel_args, render_platform, run_platform
+from bench.harness import GatewayProcess, bench_main
 
 LATENCY_USER = "830000000000000000"
-LATENCY_DM = "840000000000000000"
-TOKEN_RE = re.compile(r"b-\d+-\d+")
-
-
-def _users(n: int) -> list[str]:
-    return [str(850000000000000000 + i) for i in range(n)]
 
 
 def _dm(user: str) -> str:
     return str(int(user) + 10**15)
 
 
-def _config(fake: FakeDiscord | None, users: Sequence[str]) -> dict[str, Any]:
-    cfg: dict[str, Any] = {
-        "agents": {"defaults": {"heartbeat": {"every": "0m"}}},
-        "session": {"dmScope": "per-channel-peer"},
-        # followup: every message is its own turn, so each echoed reply names exactly its message
-        "messages": {"inbound": {"debounceMs": 0}, "queue": {"mode": "followup"}},
-    }
-    if fake is not None:
-        cfg["channels"] = {
-            "discord": {
-                "token": fake.token,
-                "apiRoot": fake.api_root,
-                "dmPolicy": "allowlist",
-                "allowFrom": [LATENCY_USER, *users],
-            }
-        }
-    return cfg
+def platform(fake: FakeDiscord) -> Platform:
+    def config(users: Sequence[str] | None) -> dict[str, Any]:
+        cfg = base_config()
+        if users is not None:
+            allowed = [LATENCY_USER, *users]
+            discord = {"token": fake.token, "apiRoot": fake.api_root, "dmPolicy": "allowlist", "allowFrom": allowed}
+            cfg["channels"] = {"discord": discord}
+        return cfg
 
+    def connection(_gw: GatewayProcess) -> Any:
+        identified = fake.identifies
+        return lambda: fake.identifies > identified
 
-def _gateway(config: dict[str, Any]) -> GatewayProcess:
-    return channel_gateway(config, "DISCORD_BOT_TOKEN")
-
-
-def _wait(check: Any, timeout_s: float, what: str) -> None:
-    wait_until(check, timeout_s, what, poll_s=0.002)
-
-
-def measure_latency(fake: FakeDiscord, n: int) -> list[float]:
-    samples: list[float] = []
-    for i in range(n + 5):  # the first few warm the path (imports, the session, the sqlite pages)
-        before = len(fake.posted)
-        offered = time.time()
-        fake.user_message(LATENCY_DM, LATENCY_USER, f"latency {i}")
-        _wait(lambda b=before: len(fake.posted) > b, 10, "the reply")
-        if i >= 5:
-            samples.append((fake.posted[before].at - offered) * 1000)
-    return samples
-
-
-def measure_burst(fake: FakeDiscord, users: Sequence[str], per_user: int, timeout_s: float) -> dict[str, Any]:
-    expected = [f"b-{user[-3:]}-{i}" for i in range(per_user) for user in users]
-    before = len(fake.posted)
-    started = time.time()
-    for i in range(per_user):
-        for user in users:
-            fake.user_message(_dm(user), user, f"b-{user[-3:]}-{i}")
-
-    def answered() -> Counter[str]:
-        return Counter(t for p in fake.posted[before:] for t in TOKEN_RE.findall(p.content))
-
-    deadline = time.monotonic() + timeout_s
-    while len(answered()) < len(expected) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    finished = max((p.at for p in fake.posted[before:]), default=started)
-    time.sleep(1.0)  # a duplicate would show up now
-    return burst_counts(expected, answered(), len(users), len(fake.posted) - before, started, finished)
-
-
-def _idle_connected(fake: FakeDiscord, users: Sequence[str], settle_s: float) -> float:
-    identified = fake.identifies
-    return idle_rss(_gateway(_config(fake, users)), settle_s, lambda: fake.identifies > identified)
+    return Platform(
+        id="discord",
+        label="Discord",
+        config=config,
+        token_envs=("DISCORD_BOT_TOKEN",),
+        connection=connection,
+        offer=lambda user, text: fake.user_message(_dm(user), user, text),
+        replies=lambda: [(p.at, p.content) for p in list(fake.posted)],
+        path="MESSAGE_CREATE → POST message",
+        chats="DMs",
+        with_what="a Discord bot connected",
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    import os
-
-    users = _users(args.burst_chats)
-    result: dict[str, Any] = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": machine_facts(),
-        "loadavg_before": list(os.getloadavg()),
-    }
+    users = [str(850000000000000000 + i) for i in range(args.burst_chats)]
     with run_fake_discord() as fake:
         fake.bucket_limit = 1_000_000
-        fake.add_dm(LATENCY_DM)
-        for user in users:
+        for user in [LATENCY_USER, *users]:
             fake.add_dm(_dm(user))
-        gw = _gateway(_config(fake, users))
-        try:
-            gw.start()
-            gw.wait_healthy()
-            _wait(lambda: fake.identifies >= 1, 30, "the Gateway session")
-            progress("latency: %d messages one at a time", args.latency_n)
-            latency = measure_latency(fake, args.latency_n)
-            progress("burst: %d messages in %d DMs", args.burst_chats * args.burst_per_chat, args.burst_chats)
-            burst = measure_burst(fake, users, args.burst_per_chat, args.burst_timeout)
-            rss_after = gw.rss_mib()
-        finally:
-            gw.cleanup()
-        progress("idle RSS with and without Discord")
-        with_dc = [_idle_connected(fake, users, args.settle) for _ in range(args.rss_runs)]
-    without = [idle_rss(_gateway(_config(None, users)), args.settle) for _ in range(args.rss_runs)]
-    result.update(
-        latency=summarize(latency),
-        burst=burst,
-        rss_after_burst_mib=round(rss_after, 1),
-        idle_rss_mib={"without": round(min(without), 1), "with_discord": round(min(with_dc), 1)},
-        loadavg_after=list(os.getloadavg()),
-    )
-    return result
-
-
-def render(r: dict[str, Any]) -> str:
-    return channel_table(
-        r,
-        path="MESSAGE_CREATE → POST message",
-        target_ms=15,
-        chats="DMs",
-        rss_key="with_discord",
-        with_what="a Discord bot connected",
-    )
+        return run_platform(args, platform(fake), users, LATENCY_USER)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -169,4 +82,4 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 if __name__ == "__main__":
-    sys.exit(bench_main(None, parse_args, run, render))
+    sys.exit(bench_main(None, parse_args, run, render_platform))

@@ -34,10 +34,12 @@ async def burst_killed_twice(
     posted: Callable[[], list[tuple[str, str]]],
     *,
     per_conversation: int = 5,
+    restarted: Callable[[], object] | None = None,
 ) -> None:
     """``send(conversation, text)`` ``per_conversation`` messages to each of ``conversations``
     (round robin), kill the running gateway twice mid-burst, and check the answers ``posted()``
-    lists as (conversation, text): each message answered once, in order per conversation."""
+    lists as (conversation, text): each message answered once, in order per conversation.
+    ``restarted()`` runs after each restart (a platform that calls the gateway learns its new port)."""
     expected = []
     for i in range(per_conversation):
         for n, conversation in enumerate(conversations):
@@ -52,9 +54,13 @@ async def burst_killed_twice(
     box.kill9()  # mid-burst: runs waiting on the model, pieces in the outbox, updates unconfirmed
     first_kill = sum(answered().values())
     box.start()
+    if restarted is not None:
+        restarted()
     await wait_for(lambda: sum(answered().values()) >= first_kill + 10, timeout=30, what="more answers")
     box.kill9()
     box.start()
+    if restarted is not None:
+        restarted()
     await wait_for(lambda: len(answered()) == len(expected), timeout=60, what="every answer")
     await asyncio.sleep(1.0)  # anything sent twice would show up now
     counts = answered()

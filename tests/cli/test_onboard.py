@@ -141,6 +141,8 @@ def test_typed_into_a_terminal(tmp_path: Path, llm: FakeLLM) -> None:
         child.sendline("n")
         child.expect("Telegram")
         child.sendline("n")
+        child.expect("WhatsApp")
+        child.sendline("n")
         if child.expect([pexpect.EOF, "in the background now"]) == 1:  # a machine with a user manager asks
             child.sendline("n")
             child.expect(pexpect.EOF)

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.fakes.http_wire import serve_requests
+from tests.fakes.http_wire import Answer, json_answer, serve_requests
 from tests.fakes.live_socket import LiveSocket
 from tests.fakes.threaded import in_thread
 
@@ -365,8 +365,8 @@ def _limit_headers(bucket: str, remaining: int, reset_after: float, limit: int =
     }
 
 
-def _json(status: int, body: dict[str, Any]) -> tuple[int, bytes, dict[str, str], str]:
-    return status, json.dumps(body).encode(), {}, "application/json"
+def _json(status: int, body: dict[str, Any]) -> Answer:
+    return json_answer(body, status)
 
 
 @contextlib.contextmanager

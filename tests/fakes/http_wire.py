@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from http import HTTPStatus
+from typing import Any
 
-__all__ = ["Route", "read_request", "response_bytes", "serve_requests"]
+__all__ = ["Answer", "Route", "json_answer", "read_request", "response_bytes", "serve_requests"]
 
-#: (method, target, headers, body) → (status, body, extra headers, content type)
-Route = Callable[[str, str, dict[str, str], bytes], tuple[int, bytes, dict[str, str], str]]
+#: (status, body, extra headers, content type)
+Answer = tuple[int, bytes, dict[str, str], str]
+#: (method, target, headers, body) → the answer
+Route = Callable[[str, str, dict[str, str], bytes], Answer]
+
+
+def json_answer(body: Any, status: int = 200) -> Answer:
+    """``body`` as a JSON answer."""
+    return status, json.dumps(body).encode(), {}, "application/json; charset=utf-8"
 
 
 async def read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes]:

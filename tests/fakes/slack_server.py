@@ -37,6 +37,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from homarus.channels.slack.signing import sign
+from tests.fakes.http_wire import json_answer as _json
 from tests.fakes.http_wire import serve_requests
 from tests.fakes.live_socket import LiveSocket
 from tests.fakes.threaded import in_thread
@@ -364,10 +365,6 @@ def _decode(headers: dict[str, str], body: bytes) -> dict[str, Any]:
 
 def _ok_false(error: str) -> tuple[int, bytes, dict[str, str], str]:
     return _json({"ok": False, "error": error})
-
-
-def _json(body: dict[str, Any]) -> tuple[int, bytes, dict[str, str], str]:
-    return 200, json.dumps(body).encode(), {}, "application/json; charset=utf-8"
 
 
 @contextlib.contextmanager

@@ -68,6 +68,7 @@ def test_list(state: Path) -> None:
         "telegram": ["bundled", "loaded", "0.1.0", "0"],
         "discord": ["bundled", "loaded", "0.1.0", "0"],
         "slack": ["bundled", "loaded", "0.1.0", "0"],
+        "whatsapp": ["bundled", "loaded", "0.1.0", "0"],
         "broken": ["global", "error", "-", "1"],
         "good": ["global", "loaded", "1.0.0", "0"],
         "greedy": ["global", "loaded", "-", "1"],
@@ -79,11 +80,12 @@ def test_list(state: Path) -> None:
         "telegram",
         "discord",
         "slack",
+        "whatsapp",
         "broken",
         "good",
         "greedy",
     ]
-    assert rows_json[6] == {
+    assert rows_json[7] == {
         "id": "good",
         "name": "Good",
         "version": "1.0.0",
@@ -134,7 +136,7 @@ def test_info(state: Path) -> None:
 def test_doctor_and_enable_disable(state: Path) -> None:
     doctor = cli(state, "doctor")
     assert doctor.returncode == 1, doctor.stdout + doctor.stderr
-    assert "8 plugin(s): 1 error, 7 loaded" in doctor.stdout
+    assert "9 plugin(s): 1 error, 8 loaded" in doctor.stdout
     assert (
         "error: [broken] plugin failed during register: import raised ImportError('missing dependency')"
         in doctor.stdout

@@ -68,7 +68,7 @@ def test_bundled_cannot_be_shadowed_by_loose_directories(tmp_path: Path) -> None
 def test_plugins_disabled_skips_discovery_but_keeps_bundled(tmp_path: Path) -> None:
     make_plugin(tmp_path / "extensions", "g")
     loaded = load(tmp_path, {"enabled": False}, bundled=BUNDLED_PLUGINS)
-    assert list(loaded.registry.records) == ["builtin-tools", "channels", "telegram", "discord", "slack"]
+    assert list(loaded.registry.records) == ["builtin-tools", "channels", "telegram", "discord", "slack", "whatsapp"]
 
 
 def test_pinned_path_errors(tmp_path: Path) -> None:
@@ -109,6 +109,7 @@ def test_allow_deny_and_entry_enabled(tmp_path: Path) -> None:
         "telegram": "loaded",
         "discord": "loaded",
         "slack": "loaded",
+        "whatsapp": "loaded",
         "a": "loaded",
         "b": "disabled",
         "c": "disabled",

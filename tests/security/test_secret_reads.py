@@ -50,6 +50,20 @@ CONFIG: dict[str, Any] = {
                 "ops": {"botToken": s("slackbot2"), "appToken": s("slackapp2"), "signingSecret": s("slacksign2")}
             },
         },
+        "whatsapp": {
+            "enabled": False,
+            "accessToken": s("waaccess"),
+            "appSecret": s("wasecret"),
+            "verifyToken": s("waverify"),
+            "accounts": {
+                "shop": {
+                    "accessToken": s("waaccess2"),
+                    "appSecret": s("wasecret2"),
+                    "verifyToken": s("waverify2"),
+                    "webhookPath": "/wa/shop",
+                }
+            },
+        },
     },
     "cron": {"webhookToken": s("cronhook")},
     "hooks": {"token": s("hooks")},
@@ -80,6 +94,7 @@ SECRETS = [
     *(s(n) for n in ("gwpassword", "memkey", "memheader", "sandboxenv", "bot", "bot2", "cronhook", "hooks")),
     *(s(n) for n in ("discord", "discord2")),
     *(s(n) for n in ("slackbot", "slackapp", "slacksign", "slackbot2", "slackapp2", "slacksign2")),
+    *(s(n) for n in ("waaccess", "wasecret", "waverify", "waaccess2", "wasecret2", "waverify2")),
     *(s(n) for n in ("mcpenv", "mcpheader", "urlpassword", "providerkey", "providerheader", "skillenv", "searchkey")),
 ]
 

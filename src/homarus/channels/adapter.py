@@ -122,7 +122,10 @@ class ChannelAccount(Protocol):
         ...
 
     async def webhook(self, headers: Mapping[str, str], body: bytes) -> tuple[int, bytes]:
-        """Handle one webhook POST: (HTTP status, body). Commit before answering 200."""
+        """Handle one webhook POST: (HTTP status, body). Commit before answering 200.
+
+        An account whose platform checks the URL with a GET first (WhatsApp's verify token) also
+        has ``async webhook_challenge(query) -> (status, body)``, answered as text."""
         ...
 
     async def logout(self) -> None: ...

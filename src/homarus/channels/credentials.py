@@ -7,13 +7,16 @@ secret to the account that connects with it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from homarus.channels.adapter import SendFailed
 
-__all__ = ["read", "source"]
+if TYPE_CHECKING:
+    from homarus.channels.adapter import AccountContext
+
+__all__ = ["check_with_platform", "read", "read_secret", "source"]
 
 Source = Literal["config", "file", "env", "missing", "none"]
 
@@ -64,3 +67,36 @@ def read(
     if value:
         return value.strip()
     raise SendFailed(f"no {what}: set {where} (or {env_var})", permanent=True)
+
+
+def read_secret(ctx: AccountContext, key: str, env_var: str, *, what: str, file_key: str | None = None) -> str:
+    """:func:`read` for a running account: its settings and environment, the config key it names
+    (``channels.slack.appToken``) derived from ``key`` (``app_token``)."""
+    head, *rest = key.split("_")
+    where = f"channels.{ctx.channel_id}.{head}{''.join(part.title() for part in rest)}"
+    return read(
+        ctx.settings, ctx.account_id, ctx.env, key=key, env_var=env_var, where=where, file_key=file_key, what=what
+    )
+
+
+def check_with_platform(
+    check: Callable[[], Coroutine[Any, Any, str]],
+    *,
+    platform: str,
+    refused: type[Exception],
+    refusal: Callable[[Any], str],
+    unreachable: type[Exception],
+) -> str:
+    """Run ``check()`` (a secret tried with the platform: the account's name there) for
+    ``channels add``; ValueError with ``refusal(error)`` when the platform refuses, or saying it
+    could not be reached."""
+    import asyncio
+
+    try:
+        return asyncio.run(check())
+    except refused as exc:
+        raise ValueError(refusal(exc)) from None
+    except unreachable as exc:
+        raise ValueError(
+            f"could not reach {platform} to check the token ({exc}); --no-verify skips the check"
+        ) from None

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from markdown_it.token import Token
 
-__all__ = ["Dialect", "render"]
+__all__ = ["Dialect", "quote_lines", "render"]
 
 _parser: Any = None
 
@@ -57,6 +57,11 @@ class Dialect:
 
     def link_close(self, href: str) -> str:
         return ""
+
+
+def quote_lines(inner: str) -> str:
+    """A quote as ``> `` before each line (the chat apps that quote that way: Slack, WhatsApp)."""
+    return "\n".join(f"> {line}" if line else ">" for line in inner.split("\n"))
 
 
 def render(markdown: str, dialect: Dialect) -> str:

@@ -47,6 +47,7 @@ __all__ = [
     "TopicConfig",
     "channel_schema",
     "channel_schemas",
+    "check_webhook_paths",
     "merged_account",
     "register_channel_schema",
     "sender_ids",
@@ -154,6 +155,20 @@ def _check_access(where: str, settings: dict[str, Any]) -> None:
         raise ValueError(f'{where}: dmPolicy "open" needs "*" in allowFrom (an explicit choice to let anyone in)')
     if policy == "allowlist" and not [a for a in allow if a != "*"]:
         raise ValueError(f'{where}: dmPolicy "allowlist" needs at least one sender id in allowFrom')
+
+
+def check_webhook_paths(config: ChannelConfig, *, mode: str, default_mode: str, default_path: str) -> None:
+    """Every account of ``config`` receiving webhooks (its ``mode`` field, else ``default_mode``,
+    is ``mode``) needs a ``webhookPath`` of its own: two accounts on one path could not be told apart."""
+    seen: dict[str, str] = {}
+    for account_id in config.account_ids():
+        settings = config.account(account_id)
+        if (settings.get("mode") or default_mode) != mode:
+            continue
+        path = str(settings.get("webhook_path") or default_path)
+        if path in seen:
+            raise ValueError(f"accounts {seen[path]!r} and {account_id!r} share the webhookPath {path}")
+        seen[path] = account_id
 
 
 class OtherAccountConfig(ChannelAccountConfig):

@@ -67,6 +67,7 @@ BUNDLED_PLUGINS: tuple[BundledPlugin, ...] = (
     BundledPlugin("homarus.channels.telegram.plugin"),
     BundledPlugin("homarus.channels.discord.plugin"),
     BundledPlugin("homarus.channels.slack.plugin"),
+    BundledPlugin("homarus.channels.whatsapp.plugin"),
 )
 
 

@@ -119,7 +119,7 @@ export class ChannelsView {
           pill,
           a.mode || "—",
           a.dmPolicy || "pairing",
-          a.identity?.username ? `@${a.identity.username}` : "—",
+          a.identity?.username ? (a.identity.username.startsWith("+") ? a.identity.username : `@${a.identity.username}`) : "—",
           a.lastError ? h("span.error-text", null, a.lastError) : "—",
           action,
         ]);

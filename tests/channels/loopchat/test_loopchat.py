@@ -114,6 +114,7 @@ def test_onboarding_offers_the_channel_with_its_own_question(tmp_path: Path) -> 
         "Add a Loopchat account now?",
         "Add a Slack app now (a bot token and an app-level token)?",
         "Add a Telegram bot now (a token from @BotFather)?",
+        "Add a WhatsApp Business number now (Cloud API: a token, the number's id, the app secret)?",
     ]
     asked.clear()
     wanted.append("Add a Loopchat account now?")

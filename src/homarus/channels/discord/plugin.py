@@ -50,8 +50,6 @@ def _list_fields(settings: Mapping[str, Any], account_id: str, env: Mapping[str,
 
 def _verify(token: str, api_root: str | None) -> str:
     """``@username`` of the bot the token belongs to (ValueError when Discord refuses it)."""
-    import asyncio
-
     from homarus.channels.discord.api import DEFAULT_API_ROOT, DiscordApi, DiscordApiError, DiscordNetworkError
 
     async def check() -> str:
@@ -62,12 +60,13 @@ def _verify(token: str, api_root: str | None) -> str:
             await api.aclose()
         return f"@{me.get('username')}" if me.get("username") else str(me.get("id"))
 
-    try:
-        return asyncio.run(check())
-    except DiscordApiError as exc:
-        raise ValueError(f"Discord refused the token ({exc.status}: {exc.message})") from None
-    except DiscordNetworkError as exc:
-        raise ValueError(f"could not reach Discord to check the token ({exc}); --no-verify skips the check") from None
+    return credentials.check_with_platform(
+        check,
+        platform="Discord",
+        refused=DiscordApiError,
+        refusal=lambda exc: f"Discord refused the token ({exc.status}: {exc.message})",
+        unreachable=DiscordNetworkError,
+    )
 
 
 def _account(ctx: AccountContext) -> ChannelAccount:

@@ -23,16 +23,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlsplit
 
-from homarus.channels import credentials
 from homarus.channels.account_status import AccountStatus
 from homarus.channels.adapter import SendFailed
+from homarus.channels.credentials import read_secret
 from homarus.channels.media_files import checked_size, store_download
 from homarus.channels.model import Attachment, OutboundMessage, SendReceipt, Target
 from homarus.channels.slack.api import DEFAULT_API_ROOT, SlackApi, SlackApiError, SlackNetworkError
-from homarus.channels.slack.config import DEFAULT_WEBHOOK_PATH
 from homarus.channels.slack.inbound import normalize_command, normalize_event
 from homarus.channels.slack.mrkdwn import to_mrkdwn
-from homarus.channels.slack.signing import verify
+from homarus.channels.slack.signing import DEFAULT_WEBHOOK_PATH, verify
 from homarus.channels.slack.socket import SocketMode, SocketStopped
 
 if TYPE_CHECKING:
@@ -86,25 +85,17 @@ class SlackAccount(AccountStatus):
         self._task: asyncio.Task[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------------
-    def _secret(self, key: str, env_var: str, what: str, *, file_key: str | None = None) -> str:
-        return credentials.read(
-            self.settings,
-            self.account_id,
-            self.ctx.env,
-            key=key,
-            env_var=env_var,
-            where=f"channels.slack.{_camel(key)}",
-            file_key=file_key,
-            what=what,
-        )
-
     async def start(self) -> None:
         self.state = "starting"
         try:
-            token = self._secret("bot_token", BOT_TOKEN_ENV, "bot token", file_key="token_file")
-            app_token = self._secret("app_token", APP_TOKEN_ENV, "app-level token") if self.mode == "socket" else ""
-            if self.mode == "http":
-                self._signing_secret = self._secret("signing_secret", SIGNING_SECRET_ENV, "signing secret")
+            token = read_secret(self.ctx, "bot_token", BOT_TOKEN_ENV, what="bot token", file_key="token_file")
+            app_token = ""
+            if self.mode == "socket":
+                app_token = read_secret(self.ctx, "app_token", APP_TOKEN_ENV, what="app-level token")
+            else:
+                self._signing_secret = read_secret(
+                    self.ctx, "signing_secret", SIGNING_SECRET_ENV, what="signing secret"
+                )
             self.api = SlackApi(token, self.api_root)
             me = await self.api.auth_test()
         except SlackApiError as exc:
@@ -297,11 +288,6 @@ class SlackAccount(AccountStatus):
         name = attachment.file_name or f"{attachment.kind}.bin"
         dest = await store_download(dest_dir, name, result.body)
         return Attachment(attachment.kind, attachment.ref, attachment.mime_type, name, len(result.body), str(dest))
-
-
-def _camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(part.title() for part in rest)
 
 
 def _send_failed(exc: SlackApiError) -> SendFailed:

@@ -14,15 +14,21 @@ from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from homarus.channels.slack.signing import DEFAULT_WEBHOOK_PATH
 from homarus.config.base import ConfigModel
-from homarus.config.channels import ChannelAccountConfig, ChannelConfig, GroupConfig, sender_ids
+from homarus.config.channels import (
+    ChannelAccountConfig,
+    ChannelConfig,
+    GroupConfig,
+    check_webhook_paths,
+    sender_ids,
+)
 from homarus.patterns import Pattern
 
 __all__ = ["SlackAccountConfig", "SlackChannelRule", "SlackConfig", "channel_groups"]
 
 #: Slack ids: channels C…/G…/D…, users U…/W…, teams T…
 _CHANNEL_ID = r"^([CGD][A-Z0-9]{2,24}|\*)$"
-DEFAULT_WEBHOOK_PATH = "/slack/events"
 
 
 class SlackChannelRule(ConfigModel):
@@ -79,15 +85,7 @@ class SlackConfig(SlackAccountConfig, ChannelConfig):
 
     @model_validator(mode="after")
     def _webhook_paths_differ(self) -> SlackConfig:
-        seen: dict[str, str] = {}
-        for account_id in self.account_ids():
-            settings = self.account(account_id)
-            if settings.get("mode") != "http":
-                continue
-            path = str(settings.get("webhook_path") or DEFAULT_WEBHOOK_PATH)
-            if path in seen:
-                raise ValueError(f"accounts {seen[path]!r} and {account_id!r} share the webhookPath {path}")
-            seen[path] = account_id
+        check_webhook_paths(self, mode="http", default_mode="socket", default_path=DEFAULT_WEBHOOK_PATH)
         return self
 
     def account(self, account_id: str) -> dict[str, Any]:

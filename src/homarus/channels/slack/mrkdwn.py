@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import ClassVar, Final
 
-from homarus.channels.markdown import Dialect, render
+from homarus.channels.markdown import Dialect, quote_lines, render
 
 __all__ = ["from_mrkdwn", "to_mrkdwn"]
 
@@ -36,7 +36,7 @@ class _Mrkdwn(Dialect):
         return f"```\n{self.escape(text)}\n```"
 
     def quote(self, inner: str) -> str:
-        return "\n".join(f"> {line}" if line else ">" for line in inner.split("\n"))
+        return quote_lines(inner)
 
     def link_open(self, href: str) -> str:
         return f"<{_link_target(href)}|"

@@ -64,8 +64,6 @@ def _list_fields(settings: Mapping[str, Any], account_id: str, env: Mapping[str,
 
 def _verify(token: str, api_root: str | None) -> str:
     """``@name (team)`` of the bot the token belongs to (ValueError when Slack refuses it)."""
-    import asyncio
-
     from homarus.channels.slack.api import DEFAULT_API_ROOT, SlackApi, SlackApiError, SlackNetworkError
 
     async def check() -> str:
@@ -77,12 +75,13 @@ def _verify(token: str, api_root: str | None) -> str:
         name = f"@{me.get('user')}" if me.get("user") else str(me.get("user_id"))
         return f"{name} in {me.get('team')}" if me.get("team") else name
 
-    try:
-        return asyncio.run(check())
-    except SlackApiError as exc:
-        raise ValueError(f"Slack refused the bot token ({exc.error})") from None
-    except SlackNetworkError as exc:
-        raise ValueError(f"could not reach Slack to check the token ({exc}); --no-verify skips the check") from None
+    return credentials.check_with_platform(
+        check,
+        platform="Slack",
+        refused=SlackApiError,
+        refusal=lambda exc: f"Slack refused the bot token ({exc.error})",
+        unreachable=SlackNetworkError,
+    )
 
 
 def _account(ctx: AccountContext) -> ChannelAccount:

@@ -15,9 +15,11 @@ import time
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["MAX_SKEW_S", "sign", "verify"]
+__all__ = ["DEFAULT_WEBHOOK_PATH", "MAX_SKEW_S", "sign", "verify"]
 
 MAX_SKEW_S: Final = 300
+#: where Slack POSTs signed events and slash commands in ``http`` mode unless ``webhookPath`` says
+DEFAULT_WEBHOOK_PATH: Final = "/slack/events"
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:

@@ -55,8 +55,6 @@ def _list_fields(settings: Mapping[str, Any], account_id: str, env: Mapping[str,
 
 def _verify(token: str, api_root: str | None) -> str:
     """``@username`` of the bot the token belongs to (ValueError when Telegram refuses it)."""
-    import asyncio
-
     from homarus.channels.telegram.api import DEFAULT_API_ROOT, BotApi, TelegramApiError, TelegramNetworkError
 
     async def check() -> str:
@@ -67,12 +65,13 @@ def _verify(token: str, api_root: str | None) -> str:
             await api.aclose()
         return f"@{me.username}" if me.username else str(me.id)
 
-    try:
-        return asyncio.run(check())
-    except TelegramApiError as exc:
-        raise ValueError(f"Telegram refused the token ({exc.code}: {exc.description})") from None
-    except TelegramNetworkError as exc:
-        raise ValueError(f"could not reach Telegram to check the token ({exc}); --no-verify skips the check") from None
+    return credentials.check_with_platform(
+        check,
+        platform="Telegram",
+        refused=TelegramApiError,
+        refusal=lambda exc: f"Telegram refused the token ({exc.code}: {exc.description})",
+        unreachable=TelegramNetworkError,
+    )
 
 
 def _account(ctx: AccountContext) -> ChannelAccount:

@@ -1,10 +1,13 @@
-"""Platform webhooks of chat channels (Telegram's ``webhookPath``), served on the gateway port.
+"""Platform webhooks of chat channels (Telegram's ``webhookPath``, Slack's HTTP events, WhatsApp's
+callback URL), served on the gateway port.
 
 The route matches only the paths of running accounts in webhook mode, so it costs a dictionary
 walk and exposes nothing when no channel uses a webhook. The account checks the platform's
 secret (constant-time; 401 otherwise) and commits the update before the 200, which carries
 ``x-homarus-delivery-accepted: durable`` so a proxy can tell adoption from a generic 200. A
-storage failure answers 500: the platform delivers again later. Bodies are capped at 1 MiB.
+storage failure answers 500: the platform delivers again later. Bodies are capped at 1 MiB. A
+``GET`` is the platform checking the URL (WhatsApp's verify-token handshake): answered by the
+account's ``webhook_challenge`` when it has one, else 405.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ class ChannelWebhooks(BaseRoute):
         account = self.gateway.channels.manager.webhook_account(scope["path"])
         if account is None:
             response = plain_error(404, "Not Found")
+        elif request.method == "GET" and hasattr(account, "webhook_challenge"):
+            status, payload = await account.webhook_challenge(dict(request.query_params))
+            response = Response(payload, status_code=status, media_type="text/plain")
         elif request.method != "POST":
             response = plain_error(405, "Method Not Allowed", headers={"Allow": "POST"})
         else:
