@@ -58,6 +58,8 @@ class Platform:
     offer: Callable[[str, str], object]
     #: every reply so far: (arrival, wall clock; text)
     replies: Callable[[], list[tuple[float, str]]]
+    #: how many replies so far (polled every 2 ms: cheaper than building ``replies()``)
+    count: Callable[[], int]
     #: the table's words: the path measured, what the burst's conversations are, what is connected
     path: str
     chats: str
@@ -178,10 +180,14 @@ def _wait(check: Callable[[], Any], timeout_s: float, what: str) -> None:
 def _latency(p: Platform, user: str, n: int) -> list[float]:
     samples: list[float] = []
     for i in range(n + 5):  # the first few warm the path (imports, the session, the sqlite pages)
-        before = len(p.replies())
+        before = p.count()
         offered = time.time()
         p.offer(user, f"latency {i}")
-        _wait(lambda b=before: len(p.replies()) > b, 10, "the reply")  # type: ignore[misc]
+
+        def replied(seen: int = before) -> bool:
+            return p.count() > seen
+
+        _wait(replied, 10, "the reply")
         if i >= 5:
             samples.append((p.replies()[before][0] - offered) * 1000)
     return samples

@@ -62,6 +62,7 @@ def platform(fake: FakeDiscord) -> Platform:
         connection=connection,
         offer=lambda user, text: fake.user_message(_dm(user), user, text),
         replies=lambda: [(p.at, p.content) for p in list(fake.posted)],
+        count=lambda: len(fake.posted),
         path="MESSAGE_CREATE → POST message",
         chats="DMs",
         with_what="a Discord bot connected",

@@ -62,6 +62,7 @@ def platform(fake: FakeSlack) -> Platform:
         connection=connection,
         offer=lambda user, text: fake.user_message(_dm(user), user, text),
         replies=lambda: [(p.at, p.text) for p in list(fake.posted)],
+        count=lambda: len(fake.posted),
         path="envelope → chat.postMessage",
         chats="DMs",
         with_what="a Slack app connected",

@@ -74,6 +74,7 @@ def platform(fake: FakeWhatsApp) -> Platform:
         connection=connection,
         offer=fake.user_message,
         replies=lambda: [(s.at, s.text) for s in list(fake.sent)],
+        count=lambda: len(fake.sent),
         path="webhook → POST messages",
         chats="numbers",
         with_what="a WhatsApp number",

@@ -140,7 +140,6 @@ class FakeSlack(LiveSocket):
             "user": user,
             "text": (f"<@{BOT_USER}> " if mention_bot else "") + text,
             "ts": ts or self.new_ts(),
-            "event_ts": ts,
             "channel_type": kind,
             "team": TEAM,
             "blocks": [],
@@ -183,15 +182,17 @@ class FakeSlack(LiveSocket):
         self.send_envelope("slash_commands", payload, accepts_response_payload=True)
         return trigger
 
-    def send_envelope(self, kind: str, payload: dict[str, Any], *, accepts_response_payload: bool = False) -> str:
+    def send_envelope(
+        self, kind: str, payload: dict[str, Any], *, accepts_response_payload: bool = False, retry_attempt: int = 0
+    ) -> str:
         envelope_id = str(uuid.uuid4())
         envelope = {
             "envelope_id": envelope_id,
             "payload": payload,
             "type": kind,
             "accepts_response_payload": accepts_response_payload,
-            "retry_attempt": 0,
-            "retry_reason": "",
+            "retry_attempt": retry_attempt,
+            "retry_reason": "timeout" if retry_attempt else "",
         }
         with self._lock:
             self.unacked[envelope_id] = envelope

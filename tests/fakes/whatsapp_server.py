@@ -25,7 +25,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from homarus.channels.whatsapp.webhook import sign
@@ -58,7 +58,6 @@ class Sent:
 class _Pending:
     body: bytes
     attempts: int = 0
-    statuses: list[int] = field(default_factory=list)
 
 
 class FakeWhatsApp:

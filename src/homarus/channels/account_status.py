@@ -1,9 +1,10 @@
 """What every account reports of itself: its state, its last error, when it last received and sent.
 
 The bundled accounts keep these the same way (``channels.status`` and ``health`` read them through
-:meth:`ChannelAccount.health`), so they share this base: an account sets ``state`` and calls
-:meth:`failed` (logged once, as an error), :meth:`state_changed` (a connection's ups and downs),
-:meth:`received` and :meth:`sent`, and ends with :meth:`_stopped`.
+:meth:`ChannelAccount.health`), so they share this base: an account starts with
+:meth:`_init_account` (its context, id, settings, API root, a stopped status), sets ``state`` and
+calls :meth:`failed` (logged once, as an error), :meth:`state_changed` (a connection's ups and
+downs), :meth:`received` and :meth:`sent`, and ends with :meth:`_stopped`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     import asyncio
+    from collections.abc import Mapping
+
+    from homarus.channels.adapter import AccountContext
 
 __all__ = ["AccountStatus", "now_ms"]
 
@@ -33,8 +37,14 @@ class AccountStatus:
     account_id: str
     log: logging.Logger
 
-    def _init_status(self, log: logging.Logger) -> None:
-        self.log = log
+    def _init_account(self, ctx: AccountContext, default_api_root: str) -> None:
+        """The account's context, id and settings, its API root (``apiRoot``, else the platform's
+        own), and a stopped status."""
+        self.ctx = ctx
+        self.account_id = ctx.account_id
+        self.settings: Mapping[str, Any] = ctx.settings
+        self.api_root = str(self.settings.get("api_root") or default_api_root).rstrip("/")
+        self.log = ctx.log
         self.state = "stopped"
         self.last_error: str | None = None
         self.last_inbound_at: int | None = None

@@ -2,7 +2,9 @@
 
 Every adapter checks an outbound file the same way (it exists, it is within the account's
 ``mediaMaxMb``) and stores an inbound one the same way (a name of safe characters under the
-session's media directory, created with mode 0600, never over an existing file).
+session's media directory, created with mode 0600, never over an existing file); a file at a
+URL is fetched the same way (:func:`fetch_file`: the guarded egress, the cap, a platform token
+sent only to the platform's own hosts).
 """
 
 from __future__ import annotations
@@ -10,11 +12,51 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 from homarus.channels.adapter import SendFailed
 
-__all__ = ["checked_size", "store_download"]
+__all__ = ["checked_size", "fetch_file", "store_download"]
+
+
+async def fetch_file(
+    fetch: Callable[..., Awaitable[Any]] | None,
+    url: str,
+    *,
+    api_root: str,
+    max_bytes: int,
+    size: int | None = None,
+    token: str | None = None,
+    token_domains: tuple[str, ...] = (),
+) -> Any:
+    """The answer (200, within ``max_bytes``) to a GET of ``url`` through the SSRF-guarded
+    egress ``fetch``, the API root's origin trusted; SendFailed otherwise (permanent when too large
+    or not a URL). ``token`` goes as a Bearer only to the API root's host or a host in or under
+    ``token_domains``, never to a URL elsewhere."""
+    if fetch is None:
+        raise SendFailed("the account is not running")
+    if size is not None and size > max_bytes:
+        raise SendFailed(f"too large ({size // 1_048_576} MB)", permanent=True)
+    parts, root = urlsplit(url), urlsplit(api_root)
+    if parts.scheme not in ("http", "https"):
+        raise SendFailed("the file has no usable URL", permanent=True)
+    host = (parts.hostname or "").lower()
+    ours = parts.netloc == root.netloc or any(host == d or host.endswith("." + d) for d in token_domains)
+    result = await fetch(
+        url,
+        max_bytes=max_bytes + 1,
+        timeout_s=120.0,
+        trusted_origin=f"{root.scheme}://{root.netloc}",
+        headers={"authorization": f"Bearer {token}"} if token and ours else None,
+    )
+    if result.status != 200:
+        raise SendFailed(f"file download answered HTTP {result.status}")
+    if result.truncated or len(result.body) > max_bytes:
+        raise SendFailed(f"too large (over {max_bytes // 1_048_576} MB)", permanent=True)
+    return result
 
 
 async def checked_size(path: Path, limit_bytes: int) -> int:

@@ -179,10 +179,9 @@ def _read_token(args: argparse.Namespace, setup: ChannelSetup) -> str | None:
         return sys.stdin.readline().strip()
     if args.bot_token:
         return str(args.bot_token).strip()
-    if sys.stdin.isatty():
-        import getpass
-
-        return getpass.getpass(f"{setup.credential_label}: ").strip()
+    prompt = _getpass_if_tty()
+    if prompt is not None:
+        return prompt(setup.credential_label)
     if env_var and os.environ.get(env_var):
         return None
     also = f", or set {env_var}" if env_var else ""
@@ -203,7 +202,7 @@ def _more_secrets(
     import os
 
     given: dict[str, str] = {}
-    for item in getattr(args, "secret", None) or ():
+    for item in args.secret or ():
         key, sep, value = str(item).partition("=")
         if not sep:
             raise ValueError(f"--secret {key}: write it as KEY=VALUE")
@@ -251,7 +250,7 @@ def channel_add_patch(
     body: dict[str, Any] = {"enabled": True}
     if token is not None:
         body[setup.credential_key] = token
-    mode = getattr(args, "mode", None)
+    mode = args.mode
     if mode is not None:
         if mode not in setup.modes:
             raise ValueError(f"--mode {mode}: {spec.id} has {', '.join(setup.modes) or 'no modes to choose'}")

@@ -176,7 +176,7 @@ async def test_a_retried_envelope_of_a_committed_message_is_acknowledged_and_not
         event = fake.event(fake.message_event(DM_OWNER, OWNER, "hello"))
         fake.send_envelope("events_api", event)
         await wait_for(lambda: fake.posted_to(DM_OWNER), what="the answer")
-        again = fake.send_envelope("events_api", {**event, "retry": 1})  # Slack's retry: same event, same ts
+        again = fake.send_envelope("events_api", event, retry_attempt=1)  # Slack's retry: the same event again
         await wait_for(lambda: any(a.get("envelope_id") == again for a in fake.acks), what="the retry's ack")
         await asyncio.sleep(0.3)
         assert fake.posted_to(DM_OWNER) == ["only once"] and len(provider.requests) == 1
@@ -216,12 +216,12 @@ async def test_files_in_and_out_and_an_oversized_one_gets_a_polite_no(tmp_path: 
 async def test_slash_commands_run_as_owner_commands_with_an_ephemeral_ack(tmp_path: Path) -> None:
     with slack_gateway(tmp_path, dmPolicy="allowlist", allowFrom=[OWNER]) as (_gw, fake, provider):
         await started(fake)
-        trigger = fake.slash_command(DM_OWNER, OWNER, "/status")
+        fake.slash_command(DM_OWNER, OWNER, "/status")
         await wait_for(lambda: fake.posted_to(DM_OWNER), what="the status")
         assert fake.posted_to(DM_OWNER)[0].startswith("Session: agent:main:main")
         ack = next(a for a in fake.acks if a.get("payload"))
         assert ack["payload"] == {"response_type": "ephemeral", "text": "`/status`"}
-        assert trigger and provider.requests == []  # commands never reach the model
+        assert provider.requests == []  # commands never reach the model
 
 
 async def test_a_rejected_token_is_an_error_in_the_status_and_never_shown(tmp_path: Path) -> None:

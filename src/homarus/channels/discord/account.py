@@ -18,7 +18,6 @@ import mimetypes
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
 
 from homarus.channels import credentials
 from homarus.channels.account_status import AccountStatus
@@ -26,7 +25,7 @@ from homarus.channels.adapter import SendFailed
 from homarus.channels.discord.api import DEFAULT_API_ROOT, DiscordApi, DiscordApiError, DiscordNetworkError
 from homarus.channels.discord.gateway import Gateway, GatewayStopped, ResumeState
 from homarus.channels.discord.inbound import SLASH_COMMANDS, ChannelInfo, normalize_interaction, normalize_message
-from homarus.channels.media_files import checked_size, store_download
+from homarus.channels.media_files import checked_size, fetch_file, store_download
 from homarus.channels.model import Attachment, InboundMessage, OutboundMessage, SendReceipt, Target
 
 if TYPE_CHECKING:
@@ -47,15 +46,11 @@ class DiscordAccount(AccountStatus):
     channel_id = "discord"
 
     def __init__(self, ctx: AccountContext) -> None:
-        self.ctx = ctx
-        self.account_id = ctx.account_id
-        self.settings = ctx.settings
-        self.api_root = str(self.settings.get("api_root") or DEFAULT_API_ROOT).rstrip("/")
+        self._init_account(ctx, DEFAULT_API_ROOT)
         self.api: DiscordApi | None = None
         self.gateway: Gateway | None = None
         self.bot_id = ""
         self.bot_name = ""
-        self._init_status(ctx.log)
         self.channels: dict[str, ChannelInfo] = {}
         self._task: asyncio.Task[None] | None = None
 
@@ -260,21 +255,9 @@ class DiscordAccount(AccountStatus):
 
     async def download(self, attachment: Attachment, dest_dir: Path, max_bytes: int) -> Attachment:
         """Fetch an attachment's URL through the SSRF-guarded client into ``dest_dir``."""
-        if self.ctx.fetch is None:
-            raise SendFailed("the account is not running")
-        if attachment.size is not None and attachment.size > max_bytes:
-            raise SendFailed(f"too large ({attachment.size // 1_048_576} MB)", permanent=True)
-        url = attachment.ref
-        if urlsplit(url).scheme not in ("http", "https"):
-            raise SendFailed("the attachment has no usable URL", permanent=True)
-        root = urlsplit(self.api_root)
-        result = await self.ctx.fetch(
-            url, max_bytes=max_bytes + 1, timeout_s=120.0, trusted_origin=f"{root.scheme}://{root.netloc}"
+        result = await fetch_file(
+            self.ctx.fetch, attachment.ref, api_root=self.api_root, max_bytes=max_bytes, size=attachment.size
         )
-        if result.status != 200:
-            raise SendFailed(f"attachment download answered HTTP {result.status}")
-        if result.truncated or len(result.body) > max_bytes:
-            raise SendFailed(f"too large (over {max_bytes // 1_048_576} MB)", permanent=True)
         name = attachment.file_name or f"{attachment.kind}.bin"
         dest = await store_download(dest_dir, name, result.body)
         return Attachment(attachment.kind, attachment.ref, attachment.mime_type, name, len(result.body), str(dest))

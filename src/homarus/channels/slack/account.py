@@ -21,12 +21,12 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
 
 from homarus.channels.account_status import AccountStatus
 from homarus.channels.adapter import SendFailed
 from homarus.channels.credentials import read_secret
-from homarus.channels.media_files import checked_size, store_download
+from homarus.channels.media_files import checked_size, fetch_file, store_download
 from homarus.channels.model import Attachment, OutboundMessage, SendReceipt, Target
 from homarus.channels.slack.api import DEFAULT_API_ROOT, SlackApi, SlackApiError, SlackNetworkError
 from homarus.channels.slack.inbound import normalize_command, normalize_event
@@ -63,25 +63,21 @@ _PERMANENT: Final = frozenset(
         "invalid_arguments",
     }
 )
-_JSON_OK: Final = b""
+_EMPTY: Final = b""
 
 
 class SlackAccount(AccountStatus):
     channel_id = "slack"
 
     def __init__(self, ctx: AccountContext) -> None:
-        self.ctx = ctx
-        self.account_id = ctx.account_id
-        self.settings = ctx.settings
+        self._init_account(ctx, DEFAULT_API_ROOT)
         self.mode = str(self.settings.get("mode") or "socket")
-        self.api_root = str(self.settings.get("api_root") or DEFAULT_API_ROOT).rstrip("/")
         self.api: SlackApi | None = None
         self.socket: SocketMode | None = None
         self.bot_user_id = ""
         self.bot_name = ""
         self.team = ""
         self._signing_secret: str | None = None
-        self._init_status(ctx.log)
         self._task: asyncio.Task[None] | None = None
 
     # -- lifecycle ------------------------------------------------------------------------------------
@@ -119,8 +115,8 @@ class SlackAccount(AccountStatus):
                     raise
 
             self.socket = SocketMode(open_url, self._envelope, log=self.ctx.log, on_state=self.state_changed)
+            # "running" once Slack says hello (socket.py)
             self._task = asyncio.create_task(self._run(), name=f"slack-socket:{self.account_id}")
-            self.state = "starting"
         else:
             self.state = "running"
         self.last_error = None
@@ -219,14 +215,14 @@ class SlackAccount(AccountStatus):
         if data.get("type") == "url_verification":
             return 200, json.dumps({"challenge": str(data.get("challenge") or "")}).encode()
         await self._event(data)  # raising: 500, and Slack delivers it again
-        return 200, _JSON_OK
+        return 200, _EMPTY
 
     async def _form(self, body: bytes) -> tuple[int, bytes]:
         fields = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
         if "command" in fields:
             answer = await self._command(fields)
-            return 200, json.dumps(answer).encode() if answer else _JSON_OK
-        return 200, _JSON_OK  # interactivity (buttons): acknowledged, not used
+            return 200, json.dumps(answer).encode() if answer else _EMPTY
+        return 200, _EMPTY  # interactivity (buttons): acknowledged, not used
 
     # -- sending ----------------------------------------------------------------------------------------
     async def send(self, message: OutboundMessage, on_transmitted: Transmitted) -> SendReceipt:
@@ -261,30 +257,20 @@ class SlackAccount(AccountStatus):
     async def download(self, attachment: Attachment, dest_dir: Path, max_bytes: int) -> Attachment:
         """Fetch a file's private URL through the SSRF-guarded client; the bot token goes only to
         Slack's own hosts (or the configured API root's), never to a URL elsewhere."""
-        if self.ctx.fetch is None or self.api is None:
+        if self.api is None:
             raise SendFailed("the account is not running")
-        if attachment.size is not None and attachment.size > max_bytes:
-            raise SendFailed(f"too large ({attachment.size // 1_048_576} MB)", permanent=True)
-        url = attachment.ref
-        parts, root = urlsplit(url), urlsplit(self.api_root)
-        if parts.scheme not in ("http", "https"):
-            raise SendFailed("the file has no usable URL", permanent=True)
-        host = (parts.hostname or "").lower()
-        ours = host == "slack.com" or host.endswith(".slack.com") or parts.netloc == root.netloc
-        result = await self.ctx.fetch(
-            url,
-            max_bytes=max_bytes + 1,
-            timeout_s=120.0,
-            trusted_origin=f"{root.scheme}://{root.netloc}",
-            headers={"authorization": f"Bearer {self.api.token}"} if ours else None,
+        result = await fetch_file(
+            self.ctx.fetch,
+            attachment.ref,
+            api_root=self.api_root,
+            max_bytes=max_bytes,
+            size=attachment.size,
+            token=self.api.token,
+            token_domains=("slack.com",),
         )
-        if result.status != 200:
-            raise SendFailed(f"file download answered HTTP {result.status}")
         if "text/html" in str(result.headers.get("content-type") or "") and attachment.mime_type != "text/html":
             # Slack's answer to a request it does not authorize is its sign-in page, with a 200
             raise SendFailed("Slack answered with a sign-in page: the app needs the files:read scope", permanent=True)
-        if result.truncated or len(result.body) > max_bytes:
-            raise SendFailed(f"too large (over {max_bytes // 1_048_576} MB)", permanent=True)
         name = attachment.file_name or f"{attachment.kind}.bin"
         dest = await store_download(dest_dir, name, result.body)
         return Attachment(attachment.kind, attachment.ref, attachment.mime_type, name, len(result.body), str(dest))

@@ -13,6 +13,7 @@ same message, with the same ``ts``: the inbox keeps one. The bot's own messages,
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Final
 
@@ -27,6 +28,12 @@ _USER_SUBTYPES: Final = frozenset({"file_share", "thread_broadcast", "me_message
 
 def _object(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+@functools.lru_cache(maxsize=16)
+def _mention(bot_user_id: str) -> re.Pattern[str]:
+    """``<@U…>`` or ``<@U…|name>`` of the bot (one pattern per bot, not one per event)."""
+    return re.compile(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>")
 
 
 def _kind(channel_type: str, channel: str) -> ChatKind:
@@ -58,7 +65,7 @@ def normalize_event(
     if event.get("bot_id") and not allow_bots:
         return None, "from a bot"
     raw = str(event.get("text") or "")
-    mention = re.compile(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>") if bot_user_id else None
+    mention = _mention(bot_user_id) if bot_user_id else None
     mentioned = kind_name == "app_mention" or bool(mention and mention.search(raw))
     text = from_mrkdwn(mention.sub("", raw) if mention else raw).strip()
     attachments = tuple(_attachment(f) for f in event.get("files") or () if isinstance(f, dict))

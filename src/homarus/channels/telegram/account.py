@@ -67,13 +67,9 @@ class TelegramAccount(AccountStatus):
     channel_id = "telegram"
 
     def __init__(self, ctx: AccountContext) -> None:
-        self.ctx = ctx
-        self.account_id = ctx.account_id
-        self.settings = ctx.settings
-        self.api_root = str(self.settings.get("api_root") or DEFAULT_API_ROOT).rstrip("/")
+        self._init_account(ctx, DEFAULT_API_ROOT)
         self.api: BotApi | None = None
         self.bot: User | None = None
-        self._init_status(ctx.log)
         self.mode = "webhook" if self.settings.get("webhook_url") else "polling"
         self._task: asyncio.Task[None] | None = None
         self._stopping = False

@@ -22,12 +22,11 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import urlsplit
 
 from homarus.channels.account_status import AccountStatus
 from homarus.channels.adapter import SendFailed
 from homarus.channels.credentials import read_secret
-from homarus.channels.media_files import checked_size, store_download
+from homarus.channels.media_files import checked_size, fetch_file, store_download
 from homarus.channels.model import Attachment, OutboundMessage, SendReceipt, Target, attachment_kind
 from homarus.channels.whatsapp.api import DEFAULT_API_ROOT, GraphApi, GraphApiError, GraphNetworkError
 from homarus.channels.whatsapp.format import to_whatsapp
@@ -56,18 +55,14 @@ class WhatsAppAccount(AccountStatus):
     channel_id = "whatsapp"
 
     def __init__(self, ctx: AccountContext) -> None:
-        self.ctx = ctx
-        self.account_id = ctx.account_id
-        self.settings = ctx.settings
+        self._init_account(ctx, DEFAULT_API_ROOT)
         self.mode = str(self.settings.get("mode") or "cloud")
-        self.api_root = str(self.settings.get("api_root") or DEFAULT_API_ROOT).rstrip("/")
         self.api: GraphApi | None = None
         self.number = ""
         self._app_secret: str | None = None
         self._verify_token: str | None = None
         self._last_message: OrderedDict[str, str] = OrderedDict()
         self.delivery_failures = 0
-        self._init_status(ctx.log)
 
     # -- lifecycle ------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -190,7 +185,7 @@ class WhatsAppAccount(AccountStatus):
     async def download(self, attachment: Attachment, dest_dir: Path, max_bytes: int) -> Attachment:
         """Look the media id up (a URL valid five minutes), then fetch it through the SSRF-guarded
         client; the token goes only to Meta's hosts (or the configured API root's)."""
-        if self.ctx.fetch is None or self.api is None:
+        if self.api is None:
             raise SendFailed("the account is not running")
         try:
             info = await self.api.media_info(attachment.ref)
@@ -199,27 +194,15 @@ class WhatsAppAccount(AccountStatus):
         except GraphNetworkError as exc:
             raise SendFailed(str(exc)) from None
         size = info.get("file_size")
-        if isinstance(size, int) and size > max_bytes:
-            raise SendFailed(f"too large ({size // 1_048_576} MB)", permanent=True)
-        url = str(info.get("url") or "")
-        parts, root = urlsplit(url), urlsplit(self.api_root)
-        if parts.scheme not in ("http", "https"):
-            raise SendFailed("the media has no usable URL", permanent=True)
-        host = (parts.hostname or "").lower()
-        ours = parts.netloc == root.netloc or any(
-            host == d or host.endswith("." + d) for d in ("facebook.com", "fbsbx.com", "whatsapp.net")
+        result = await fetch_file(
+            self.ctx.fetch,
+            str(info.get("url") or ""),
+            api_root=self.api_root,
+            max_bytes=max_bytes,
+            size=size if isinstance(size, int) else None,
+            token=self.api.token,
+            token_domains=("facebook.com", "fbsbx.com", "whatsapp.net"),
         )
-        result = await self.ctx.fetch(
-            url,
-            max_bytes=max_bytes + 1,
-            timeout_s=120.0,
-            trusted_origin=f"{root.scheme}://{root.netloc}",
-            headers={"authorization": f"Bearer {self.api.token}"} if ours else None,
-        )
-        if result.status != 200:
-            raise SendFailed(f"media download answered HTTP {result.status}")
-        if result.truncated or len(result.body) > max_bytes:
-            raise SendFailed(f"too large (over {max_bytes // 1_048_576} MB)", permanent=True)
         mime = str(info.get("mime_type") or attachment.mime_type or "") or None
         ext = (mimetypes.guess_extension(mime.split(";")[0].strip()) if mime else None) or ".bin"
         name = attachment.file_name or f"{attachment.kind}{ext}"
