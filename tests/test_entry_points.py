@@ -23,15 +23,16 @@ def _dist(root: Path, name: str, text: str | None) -> None:
         (info / "entry_points.txt").write_text(text, encoding="utf-8")
 
 
-def test_the_groups_are_the_section_headers_of_each_distributions_entry_points(tmp_path: Path) -> None:
+def test_the_groups_are_the_sections_with_an_entry_of_each_distributions_entry_points(tmp_path: Path) -> None:
     site = tmp_path / "site"
     _dist(site, "a-1.0.dist-info", "[console_scripts]\na = a:main\n\n[homarus.plugins]\na = a.plugin\n")
     _dist(site, "b-2.0.egg-info", "[ pydantic ]\nb = b:plugin\n")
     _dist(site, "c-1.0.dist-info", None)  # declares nothing
     _dist(site, "not-metadata", "[ignored]\n")
+    _dist(site, "e-1.0.dist-info", "[gui_scripts]\n\n# none\n")  # an empty section is no group (neonize's)
     egg = tmp_path / "d-1.0.egg"  # an unpacked egg on the path keeps its metadata inside
     (egg / "EGG-INFO").mkdir(parents=True)
-    (egg / "EGG-INFO" / "entry_points.txt").write_text("[egg.group]\n", encoding="utf-8")
+    (egg / "EGG-INFO" / "entry_points.txt").write_text("[egg.group]\nd = d:main\n", encoding="utf-8")
     paths = [str(site), str(egg), str(tmp_path / "missing")]
     assert declared_groups(paths) == frozenset({"console_scripts", "homarus.plugins", "pydantic", "egg.group"})
 

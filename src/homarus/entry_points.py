@@ -49,11 +49,22 @@ def declared_groups(paths: Sequence[str] | None = None) -> frozenset[str] | None
 
 
 def _sections(path: str) -> list[str]:
+    """The sections of an ``entry_points.txt`` that hold an entry (an empty one is no group, as
+    for ``importlib.metadata``)."""
+    groups: list[str] = []
+    section: str | None = None
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
-            return [line.strip()[1:-1].strip() for line in f if line.lstrip().startswith("[") and "]" in line]
+            for raw in f:
+                line = raw.strip()
+                if line.startswith("[") and "]" in line:
+                    section = line[1 : line.index("]")].strip()
+                elif section is not None and "=" in line and not line.startswith(("#", ";")):
+                    groups.append(section)
+                    section = None  # named once
     except OSError:
         return []
+    return groups
 
 
 def entry_points(group: str) -> Sequence[EntryPoint]:

@@ -17,7 +17,8 @@ import pytest
 
 from homarus.messages import Context, UserMessage
 from homarus.providers.scripted import Gate, Reply, Responder, ScriptedProvider
-from tests.channels.telegram.test_gateway_telegram import OWNER, STRANGER, config, operator
+from tests.channels.operator import operator
+from tests.channels.telegram.test_gateway_telegram import OWNER, STRANGER, config
 from tests.conftest import RunningGateway, run_gateway
 from tests.fakes.telegram_server import FakeTelegram, run_fake_telegram
 from tests.waiting import wait_for

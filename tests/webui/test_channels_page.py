@@ -119,3 +119,36 @@ def test_a_device_waiting_to_pair_is_approved_from_the_page(browser: Browser, tm
         page.wait_for_selector("#channels-badge", state="hidden")
         assert connect(phone)["ok"] is True
         assert watch.errors == []
+
+
+def test_a_personal_whatsapp_number_is_linked_from_the_page(browser: Browser, tmp_path: Path) -> None:
+    from homarus.channels.whatsapp import linked
+    from tests.fakes.whatsapp_web import FakeWhatsAppWeb
+
+    fake = FakeWhatsAppWeb()
+    linked.register_engine("fake", fake.factory)
+    config = {
+        "agents": {"defaults": {"heartbeat": {"every": "0m"}}},
+        "channels": {"whatsapp": {"mode": "personal", "engine": "fake"}},
+    }
+    with served(tmp_path, config) as gw:
+        page, watch = _open(browser, gw)
+        _connected(page)
+        page.click("a[data-tab=channels]")
+        page.wait_for_selector("[data-card=accounts] >> text=unlinked")
+        assert "channels login whatsapp" in page.inner_text("[data-card=accounts]")
+        page.click("[data-card=accounts] [data-action=link]")
+        first = page.wait_for_selector("[data-linking] img[data-qr]")
+        assert first is not None
+        shown = first.get_attribute("src") or ""
+        assert shown.startswith("data:image/png;base64,")
+        fake.show_code()  # WhatsApp rotates the code: the page draws the new one
+        page.wait_for_function("(old) => document.querySelector('[data-qr]')?.src !== old", arg=shown)
+        page.wait_for_timeout(5500)  # a refresh of the page keeps the panel and its code
+        assert page.query_selector("[data-linking] img[data-qr]") is not None
+        fake.scan()
+        page.wait_for_selector("[data-linking]", state="detached")
+        page.wait_for_selector("[data-card=accounts] >> text=running")
+        assert "+15550009999" in page.inner_text("[data-card=accounts]")
+        assert page.query_selector("[data-card=accounts] [data-action=link]") is None
+        assert watch.errors == []

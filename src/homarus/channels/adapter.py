@@ -130,6 +130,11 @@ class ChannelAccount(Protocol):
 
     async def logout(self) -> None: ...
 
+    # An account that links by QR code (a personal WhatsApp number) also has
+    # ``async login_start(*, force, timeout_s) -> dict`` and
+    # ``async login_wait(*, timeout_s, current_qr) -> dict``, answered as the original's
+    # ``web.login.start`` / ``web.login.wait`` results (``connected``, ``message``, ``qrDataUrl``).
+
 
 @dataclass(frozen=True, slots=True)
 class SetupSecret:
@@ -170,6 +175,10 @@ class ChannelSetup:
     next_step: str = ""
     #: the transports ``--mode`` may choose, the default first (empty: the channel has one)
     modes: tuple[str, ...] = ()
+    #: the modes that need the main secret (empty: every mode; a linked device needs none)
+    credential_modes: tuple[str, ...] = ()
+    #: what a person does next in a mode, where it differs from ``next_step``
+    mode_steps: tuple[tuple[str, str], ...] = ()
     #: more secrets the account needs (``--secret <key>=<value>``, asked for, or their variables)
     secrets: tuple[SetupSecret, ...] = ()
 

@@ -66,6 +66,12 @@ def add_channels_parser(ch: argparse.ArgumentParser) -> None:
     lo.add_argument("channel")
     lo.add_argument("--account")
     client_args(lo)
+    li = cs.add_parser("login", help="link an account that pairs by QR code (whatsapp, mode personal)")
+    li.add_argument("channel", nargs="?", default="whatsapp", help="the channel (default: whatsapp)")
+    li.add_argument("--account", help="account id (default: the channel's default account)")
+    li.add_argument("--force", action="store_true", help="unlink the current device first and link afresh")
+    li.add_argument("--wait", type=float, default=180.0, metavar="S", help="how long to wait for the scan")
+    client_args(li, timeout=60.0)
     rp = cs.add_parser("replay", help="send a dead letter again (its id from `channels status`)")
     rp.add_argument("id", type=int)
     client_args(rp)
@@ -244,18 +250,20 @@ def channel_add_patch(
     setup = spec.setup
     if setup is None:
         raise ValueError(f"`channels add` cannot set up {spec.id}; configure it under channels.{spec.id}")
-    token = _read_token(args, setup)
-    if token is not None and not token:
-        raise ValueError("the token is empty")
     body: dict[str, Any] = {"enabled": True}
-    if token is not None:
-        body[setup.credential_key] = token
     mode = args.mode
     if mode is not None:
         if mode not in setup.modes:
             raise ValueError(f"--mode {mode}: {spec.id} has {', '.join(setup.modes) or 'no modes to choose'}")
         body["mode"] = mode
-    effective_mode = mode or (setup.modes[0] if setup.modes else None)
+    effective_mode = _mode(args, setup)
+    token = None
+    if not setup.credential_modes or effective_mode in setup.credential_modes:
+        token = _read_token(args, setup)
+        if token is not None and not token:
+            raise ValueError("the token is empty")
+    if token is not None:
+        body[setup.credential_key] = token
     body.update(_more_secrets(args, setup, effective_mode, prompt or _getpass_if_tty()))
     if args.dm_policy:
         body["dmPolicy"] = args.dm_policy
@@ -269,6 +277,15 @@ def channel_add_patch(
     if token is not None and not args.no_verify and setup.verify is not None:
         name = setup.verify(token, args.api_root)
     return _where(spec.id, args.account, body), name
+
+
+def _mode(args: argparse.Namespace, setup: ChannelSetup) -> str | None:
+    return str(args.mode) if args.mode else (setup.modes[0] if setup.modes else None)
+
+
+def next_step(setup: ChannelSetup, mode: str | None) -> str:
+    """What a person does after adding an account in ``mode``."""
+    return dict(setup.mode_steps).get(mode or "", setup.next_step)
 
 
 def _apply(args: argparse.Namespace, paths: StatePaths, patch: dict[str, Any]) -> str:
@@ -329,9 +346,14 @@ def run_channels(args: argparse.Namespace, paths: StatePaths) -> int:
             patch, name = channel_add_patch(args, spec)
             how = _apply(args, paths, patch)
             print(f"{_name(args)} added{f' ({name})' if name else ''}: {how}")
-            if spec.setup.next_step:
-                print(spec.setup.next_step)
+            step = next_step(spec.setup, _mode(args, spec.setup))
+            if step:
+                print(step)
             return 0
+        if sub == "login":
+            from homarus.cli.channels_login import run_login
+
+            return run_login(args, paths)
         if sub == "remove":
             how = _apply(args, paths, _remove_patch(args, paths))
             print(f"{_name(args)} {'removed' if args.delete else 'disabled'}: {how}")
@@ -344,7 +366,7 @@ def run_channels(args: argparse.Namespace, paths: StatePaths) -> int:
         elif sub in ("replay", "drop"):
             result = call(args, paths, f"channels.outbox.{sub}", {"id": args.id})
         else:
-            return fail("usage: homarus channels {list,status,add,remove,logout,replay,drop}", 2)
+            return fail("usage: homarus channels {list,status,add,remove,login,logout,replay,drop}", 2)
     except ValueError as exc:
         return fail(str(exc), 2)
     except GatewayCallError as exc:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Annotated, Any, Final, Literal
 
@@ -157,13 +158,17 @@ def _check_access(where: str, settings: dict[str, Any]) -> None:
         raise ValueError(f'{where}: dmPolicy "allowlist" needs at least one sender id in allowFrom')
 
 
-def check_webhook_paths(config: ChannelConfig, *, mode: str, default_mode: str, default_path: str) -> None:
-    """Every account of ``config`` receiving webhooks (its ``mode`` field, else ``default_mode``,
-    is ``mode``) needs a ``webhookPath`` of its own: two accounts on one path could not be told apart."""
+def check_webhook_paths(
+    config: ChannelConfig, *, mode: str, default_mode: str | Callable[[Mapping[str, Any]], str], default_path: str
+) -> None:
+    """Every account of ``config`` receiving webhooks (its ``mode`` field, else ``default_mode``
+    or what it says of the account's settings, is ``mode``) needs a ``webhookPath`` of its own:
+    two accounts on one path could not be told apart."""
     seen: dict[str, str] = {}
     for account_id in config.account_ids():
         settings = config.account(account_id)
-        if (settings.get("mode") or default_mode) != mode:
+        fallback = default_mode if isinstance(default_mode, str) else default_mode(settings)
+        if (settings.get("mode") or fallback) != mode:
             continue
         path = str(settings.get("webhook_path") or default_path)
         if path in seen:

@@ -1,12 +1,14 @@
 // The channels page: each chat channel account (state, mode, who may DM it, last error, start and
-// stop), the pairing requests waiting for the owner (approve or reject), the dead letters of the
-// outbox (send again or drop), and the devices (apps) waiting to pair with the gateway or paired. Kept live from `channels.pairing.*` events; the rest is
-// refreshed when the page is shown and every few seconds while it is.
+// stop; a personal WhatsApp number is linked here by QR code), the pairing requests waiting for the
+// owner (approve or reject), the dead letters of the outbox (send again or drop), and the devices
+// (apps) waiting to pair with the gateway or paired. Kept live from `channels.pairing.*` events;
+// the rest is refreshed when the page is shown and every few seconds while it is.
 
 import { card, clear, duration, h, table } from "./dom.js";
 import { unavailable } from "./status.js";
 
 const POLL_MS = 5000;
+const LINK_WAIT_MS = 25000;
 
 export class ChannelsView {
   constructor(app) {
@@ -99,6 +101,7 @@ export class ChannelsView {
           h("code", null, "homarus channels list --available"), ", then add one with ", h("code", null, "homarus channels add <channel>"), ".")), devicesCard);
         return;
       }
+      if (this.linking) this.grid.append(this.linkingCard());
       this.grid.append(this.accountsCard(s), this.pairingCard(pairing), this.deliveryCard(s.delivery || {}), devicesCard);
     } finally {
       this.busy = false;
@@ -111,7 +114,10 @@ export class ChannelsView {
       for (const a of s.channelAccounts?.[id] || []) {
         const state = a.healthState || (a.running ? "running" : "stopped");
         const pill = h("span", { class: `pill ${state === "running" ? "ok" : state === "error" ? "bad" : state === "degraded" ? "warn" : ""}` }, state);
-        const action = a.running
+        const linkable = a.mode === "personal" && !a.connected && !this.linking;
+        const action = linkable
+          ? h("button.primary.small", { type: "button", "data-action": "link", onclick: () => this.link(id, a.accountId) }, "Link")
+          : a.running
           ? h("button.ghost.small", { type: "button", "data-action": "stop", onclick: (ev) => this.act(ev, "channels.stop", { channel: id, accountId: a.accountId }) }, "Stop")
           : h("button.small", { type: "button", "data-action": "start", onclick: (ev) => this.act(ev, "channels.start", { channel: id, accountId: a.accountId }) }, "Start");
         rows.push([
@@ -127,6 +133,54 @@ export class ChannelsView {
     }
     return card("Accounts", table(["Account", "State", "Mode", "DMs", "Bot", "Last error", ""], rows,
       (i) => ({ "data-account": `${rows[i][0]}` })));
+  }
+
+  // Linking a personal number: the code WhatsApp hands out, drawn again each time it changes,
+  // until the phone has scanned one (web.login.start, then web.login.wait), or Cancel.
+  async link(channel, accountId) {
+    if (this.linking) return;
+    this.linking = { channel, accountId, qr: null, message: "Asking WhatsApp for a code…" };
+    await this.refresh();
+    let r = await this.call("web.login.start", { channel, accountId, timeoutMs: 30000 });
+    while (this.linking) {
+      if (!r.ok) {
+        this.app.toast(`Linking failed: ${r.error.message}`, "error");
+        break;
+      }
+      const v = r.value;
+      if (v.qrDataUrl) this.linking.qr = v.qrDataUrl;
+      this.linking.message = v.message || "";
+      this.paintLinking();
+      if (v.connected) {
+        this.app.toast(v.message || "Linked");
+        break;
+      }
+      if (v.linking === false) {
+        this.app.toast(v.message || "Linking stopped", "warn");
+        break;
+      }
+      const params = { channel, accountId, timeoutMs: LINK_WAIT_MS };
+      if (this.linking.qr) params.currentQrDataUrl = this.linking.qr;
+      r = await this.call("web.login.wait", params);
+    }
+    this.linking = null;
+    await this.refresh();
+  }
+
+  linkingCard() {
+    const l = this.linking;
+    const el = card("Link WhatsApp",
+      h("p.muted.small", null, `${l.channel} / ${l.accountId}: on the phone, open WhatsApp → Settings → Linked devices → Link a device, and scan this code.`),
+      l.qr ? h("img.qr", { src: l.qr, alt: "WhatsApp linking code", "data-qr": "", width: "264", height: "264" }) : null,
+      h("p", { "data-link-message": "" }, l.message),
+      h("button.ghost.small", { type: "button", "data-action": "cancel-link", onclick: () => { this.linking = null; this.refresh(); } }, "Cancel"));
+    el.dataset.linking = `${l.channel}/${l.accountId}`;
+    return el;
+  }
+
+  paintLinking() {
+    const old = this.grid.querySelector("[data-linking]");
+    if (old && this.linking) old.replaceWith(this.linkingCard());
   }
 
   pairingCard(pairing) {

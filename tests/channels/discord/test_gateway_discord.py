@@ -13,10 +13,10 @@ from typing import Any
 
 from homarus.messages import ImageContent, UserMessage
 from homarus.providers.scripted import Gate, Reply, ScriptedProvider
-from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
+from tests.channels.operator import operator
+from tests.conftest import RunningGateway, run_gateway
 from tests.fakes.discord_server import FakeDiscord, run_fake_discord
 from tests.waiting import wait_for
-from tests.wsclient import Client, open_client
 
 OWNER = "111111111111111111"
 STRANGER = "222222222222222222"
@@ -49,12 +49,6 @@ def discord_gateway(tmp_path: Path, **discord: Any) -> Iterator[tuple[RunningGat
             provider = ScriptedProvider(then="echo")
             gw.gateway.models.overrides["test"] = provider
             yield gw, fake, provider
-
-
-async def operator(gw: RunningGateway, scopes: list[str] | None = None) -> Client:
-    client = await open_client(gw.url)
-    assert (await client.handshake(TEST_TOKEN, scopes=scopes))["ok"]
-    return client
 
 
 async def started(gw: RunningGateway, fake: FakeDiscord) -> None:

@@ -13,10 +13,11 @@ from typing import Any
 
 from homarus.messages import ImageContent, UserMessage
 from homarus.providers.scripted import Reply, ScriptedProvider
-from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
+from tests.channels.operator import operator
+from tests.conftest import RunningGateway, run_gateway
 from tests.fakes.slack_server import FakeSlack, run_fake_slack
 from tests.waiting import wait_for
-from tests.wsclient import Client, open_client
+from tests.wsclient import Client
 
 OWNER = "U0OWNER001"
 STRANGER = "U0STRANGE1"
@@ -46,12 +47,6 @@ def slack_gateway(tmp_path: Path, **slack: Any) -> Iterator[tuple[RunningGateway
             provider = ScriptedProvider(then="echo")
             gw.gateway.models.overrides["test"] = provider
             yield gw, fake, provider
-
-
-async def operator(gw: RunningGateway, scopes: list[str] | None = None) -> Client:
-    client = await open_client(gw.url)
-    assert (await client.handshake(TEST_TOKEN, scopes=scopes))["ok"]
-    return client
 
 
 async def started(fake: FakeSlack) -> None:

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from homarus.providers.scripted import ScriptedProvider
-from tests.channels.telegram.test_gateway_telegram import OWNER, config, operator
+from tests.channels.operator import operator
+from tests.channels.telegram.test_gateway_telegram import OWNER, config
 from tests.conftest import run_gateway
 from tests.fakes.telegram_server import FakeTelegram, run_fake_telegram
 from tests.waiting import wait_for

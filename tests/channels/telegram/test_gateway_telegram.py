@@ -18,10 +18,10 @@ import pytest
 
 from homarus.messages import ImageContent, UserMessage
 from homarus.providers.scripted import Gate, Reply, ScriptedProvider
-from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
+from tests.channels.operator import operator
+from tests.conftest import RunningGateway, run_gateway
 from tests.fakes.telegram_server import BOT_ID, BOT_USERNAME, FakeTelegram, run_fake_telegram
 from tests.waiting import wait_for
-from tests.wsclient import Client, open_client
 
 OWNER = 111
 STRANGER = 222
@@ -45,12 +45,6 @@ def telegram_gateway(
         provider = ScriptedProvider(then="echo")
         gw.gateway.models.overrides["test"] = provider
         yield gw, fake, provider
-
-
-async def operator(gw: RunningGateway, scopes: list[str] | None = None) -> Client:
-    client = await open_client(gw.url)
-    assert (await client.handshake(TEST_TOKEN, scopes=scopes))["ok"]
-    return client
 
 
 async def test_an_unknown_sender_gets_a_pairing_code_and_nothing_else_until_approved(tmp_path: Path) -> None:

@@ -50,3 +50,23 @@ def test_add_checks_the_token_and_needs_the_number_the_app_secret_and_the_verify
         assert block["phoneNumberId"] == PHONE_NUMBER_ID and block["verifyToken"] == "my phrase"
         listed = json_out(run_cli(env, "channels", "list", "--json"))["channels"]
         assert [(c["channel"], c["mode"], c["token"]) for c in listed] == [("whatsapp", "cloud", "config")]
+
+
+def test_add_a_personal_number_asks_for_no_secret_and_says_how_to_link(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    write_config(state, json.dumps({"gateway": {"auth": {"token": "cli-whatsapp-token-0123456789abcdef"}}}))
+    env = scrubbed_env(state)
+    for name in ("WHATSAPP_ACCESS_TOKEN", "WHATSAPP_APP_SECRET", "WHATSAPP_VERIFY_TOKEN"):
+        env.pop(name, None)
+    done = add(env, "--mode", "personal", "--allow-from", "+1 555 123 4567", "--dm-policy", "allowlist")
+    assert done.returncode == 0, done.stderr
+    assert "homarus channels login whatsapp" in done.stdout and "Linked devices" in done.stdout
+    block = json.loads((state / "homarus.json").read_text())["channels"]["whatsapp"]
+    assert block == {"enabled": True, "mode": "personal", "dmPolicy": "allowlist", "allowFrom": ["+1 555 123 4567"]}
+    listed = json_out(run_cli(env, "channels", "list", "--json"))["channels"]
+    assert [(c["channel"], c["mode"], c["token"]) for c in listed] == [("whatsapp", "personal", "linked device")]
+    wrong = add(env, "--mode", "business")
+    assert wrong.returncode == 2 and "cloud, personal" in wrong.stderr
+    # linking needs the running gateway, and says so
+    login = run_cli(env, "channels", "login", "whatsapp", "--url", "ws://127.0.0.1:9", "--wait", "1")
+    assert login.returncode == 1 and "start it first" in login.stderr

@@ -17,10 +17,10 @@ import httpx
 
 from homarus.messages import ImageContent, UserMessage
 from homarus.providers.scripted import Gate, Reply, ScriptedProvider
-from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
+from tests.channels.operator import operator
+from tests.conftest import RunningGateway, run_gateway
 from tests.fakes.whatsapp_server import PHONE_NUMBER_ID, VERIFY_TOKEN, FakeWhatsApp, run_fake_whatsapp
 from tests.waiting import wait_for
-from tests.wsclient import Client, open_client
 
 OWNER = "15551230001"
 STRANGER = "15551230002"
@@ -60,12 +60,6 @@ async def listening(gw: RunningGateway, fake: FakeWhatsApp) -> str:
     url = gw.url.replace("ws://", "http://") + path
     fake.callback_url = url
     return url
-
-
-async def operator(gw: RunningGateway, scopes: list[str] | None = None) -> Client:
-    client = await open_client(gw.url)
-    assert (await client.handshake(TEST_TOKEN, scopes=scopes))["ok"]
-    return client
 
 
 async def test_the_callback_url_handshake_needs_the_verify_token(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from homarus.channels.whatsapp.config import WhatsAppConfig, e164
+from homarus.channels.whatsapp.config import WhatsAppConfig, account_mode, e164
 from homarus.channels.whatsapp.format import to_whatsapp
 from homarus.channels.whatsapp.inbound import normalize_notification
 from homarus.channels.whatsapp.webhook import challenge_answer, sign, verify_signature
@@ -128,6 +128,14 @@ def test_allow_from_numbers_are_e164_and_webhook_paths_differ() -> None:
     cfg = WhatsAppConfig.model_validate({"dmPolicy": "allowlist", "allowFrom": ["1 555 123 4567"]})
     assert cfg.account("default")["allow_from"] == ("+15551234567",)
     with pytest.raises(ValidationError, match="share the webhookPath"):
-        WhatsAppConfig.model_validate({"accounts": {"a": {}, "b": {}}})
+        WhatsAppConfig.model_validate(
+            {"accounts": {"a": {"phoneNumberId": "100001"}, "b": {"phoneNumberId": "100002"}}}
+        )
+    with pytest.raises(ValidationError, match="share the webhookPath"):
+        WhatsAppConfig.model_validate({"mode": "cloud", "accounts": {"a": {}, "b": {}}})
+    # without a mode or a number, an account is a linked personal number: no webhook at all
+    personal = WhatsAppConfig.model_validate({"accounts": {"a": {}, "b": {"authDir": "/tmp/wa-b"}}})
+    assert [account_mode(personal.account(a)) for a in ("a", "b")] == ["personal", "personal"]
+    assert account_mode({"phone_number_id": "100001"}) == "cloud"
     with pytest.raises(ValidationError):
         WhatsAppConfig.model_validate({"phoneNumberId": "+1555"})

@@ -56,7 +56,7 @@ class WhatsAppAccount(AccountStatus):
 
     def __init__(self, ctx: AccountContext) -> None:
         self._init_account(ctx, DEFAULT_API_ROOT)
-        self.mode = str(self.settings.get("mode") or "cloud")
+        self.mode = "cloud"
         self.api: GraphApi | None = None
         self.number = ""
         self._app_secret: str | None = None
@@ -67,9 +67,6 @@ class WhatsAppAccount(AccountStatus):
     # -- lifecycle ------------------------------------------------------------------------------------
     async def start(self) -> None:
         self.state = "starting"
-        if self.mode != "cloud":
-            self.failed('mode "personal" (a linked device) is not built yet: use mode "cloud"')
-            raise SendFailed(self.last_error or "unsupported mode", permanent=True)
         phone_number_id = str(self.settings.get("phone_number_id") or "")
         try:
             if not phone_number_id:
@@ -106,7 +103,7 @@ class WhatsAppAccount(AccountStatus):
 
     # -- receiving --------------------------------------------------------------------------------------
     def webhook_path(self) -> str | None:
-        return str(self.settings.get("webhook_path") or DEFAULT_WEBHOOK_PATH) if self.mode == "cloud" else None
+        return str(self.settings.get("webhook_path") or DEFAULT_WEBHOOK_PATH)
 
     async def webhook_challenge(self, query: Mapping[str, str]) -> tuple[int, bytes]:
         """The callback URL's verification GET."""

@@ -4,13 +4,16 @@ Business Cloud API needs beside it: ``mode: "cloud"``, the ``accessToken``, the
 ``phoneNumberId`` it sends from, the ``appSecret`` that signs webhooks, the ``verifyToken`` of
 the callback URL's handshake and the ``webhookPath``.
 
-``mode: "personal"`` (a linked device, as the original runs WhatsApp) is accepted in the shape
-but not built yet: an account in that mode stops with that reason in its status.
+``mode: "personal"`` is a personal number linked as a device, as the original runs WhatsApp
+(``authDir``: where its session lives; ``engine``: the WhatsApp Web library, ``neonize`` by
+default). An account without ``mode`` is ``cloud`` when it names a ``phoneNumberId`` and
+``personal`` otherwise, so the original's config (which has no mode) keeps its meaning.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
@@ -19,7 +22,12 @@ from homarus.channels.whatsapp.webhook import DEFAULT_WEBHOOK_PATH
 from homarus.config.channels import ChannelAccountConfig, ChannelConfig, check_webhook_paths
 from homarus.patterns import Pattern
 
-__all__ = ["WhatsAppAccountConfig", "WhatsAppConfig", "e164"]
+__all__ = ["WhatsAppAccountConfig", "WhatsAppConfig", "account_mode", "e164"]
+
+
+def account_mode(settings: Mapping[str, Any]) -> str:
+    """``cloud`` or ``personal``: the account's ``mode``, else what its settings imply."""
+    return str(settings.get("mode") or ("cloud" if settings.get("phone_number_id") else "personal"))
 
 
 def e164(value: Any) -> Any:
@@ -37,8 +45,13 @@ def e164(value: Any) -> Any:
 
 
 class WhatsAppAccountConfig(ChannelAccountConfig):
-    #: ``cloud``: the WhatsApp Business Cloud API; ``personal``: a linked device (not built yet)
+    #: ``cloud``: the WhatsApp Business Cloud API; ``personal``: a linked device (default: ``cloud``
+    #: with a ``phoneNumberId``, else ``personal``)
     mode: Literal["cloud", "personal"] | None = None
+    #: personal: the directory of the linked device's session (default: under the state directory)
+    auth_dir: str | None = Field(None, max_length=4096)
+    #: personal: the WhatsApp Web engine (``neonize``, from the ``whatsapp-personal`` extra)
+    engine: Annotated[str, Pattern(r"^[a-z][a-z0-9_-]{0,31}$")] | None = None
     #: a system user's access token (Business Settings → System users); ``$WHATSAPP_ACCESS_TOKEN``
     access_token: SecretStr | None = None
     #: a file holding the access token (a regular file, not a symlink)
@@ -69,5 +82,5 @@ class WhatsAppConfig(WhatsAppAccountConfig, ChannelConfig):
 
     @model_validator(mode="after")
     def _webhook_paths_differ(self) -> WhatsAppConfig:
-        check_webhook_paths(self, mode="cloud", default_mode="cloud", default_path=DEFAULT_WEBHOOK_PATH)
+        check_webhook_paths(self, mode="cloud", default_mode=account_mode, default_path=DEFAULT_WEBHOOK_PATH)
         return self

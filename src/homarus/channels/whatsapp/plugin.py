@@ -1,9 +1,11 @@
 """The bundled WhatsApp plugin: registers the channel through the same API as any third party, with
-its config model, its ``channels add`` / ``onboard`` setup (the access token and number checked
-with the Graph API; the app secret and verify token of the webhook), its status fields and alias.
+its config model, its ``channels add`` / ``onboard`` setup (cloud: the access token and number
+checked with the Graph API, the app secret and verify token of the webhook; personal: nothing to
+type, the link is made by QR code), its status fields and alias.
 
-Importing this module costs little: the account (and the Graph API client) is imported by the
-factory, when a configured WhatsApp account starts, and the client by the token check.
+Importing this module costs little: the account of the account's mode (a Business number on the
+Cloud API, or a personal number linked as a device) is imported by the factory, when a
+configured WhatsApp account starts, and the Graph API client by the token check.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ manifest: dict[str, Any] = {
     "id": "whatsapp",
     "name": "WhatsApp",
     "version": __version__,
-    "description": "WhatsApp: a business number on the WhatsApp Business Cloud API.",
+    "description": "WhatsApp: a business number on the Cloud API, or a personal number linked as a device.",
     "configSchema": {"type": "object", "additionalProperties": False},
     "contracts": {"channels": ["whatsapp"]},
 }
@@ -47,13 +49,21 @@ def _sources(settings: Mapping[str, Any], account_id: str, env: Mapping[str, str
     }
 
 
+def _mode(settings: Mapping[str, Any]) -> str:
+    return str(settings.get("mode") or ("cloud" if settings.get("phone_number_id") else "personal"))
+
+
 def _status_fields(settings: Mapping[str, Any], account_id: str) -> dict[str, Any]:
+    if _mode(settings) == "personal":
+        return {"engine": str(settings.get("engine") or "neonize")}
     return {**_sources(settings, account_id), "phoneNumberId": settings.get("phone_number_id")}
 
 
 def _list_fields(settings: Mapping[str, Any], account_id: str, env: Mapping[str, str]) -> dict[str, Any]:
+    if _mode(settings) == "personal":
+        return {"mode": "personal", "token": "linked device"}
     where = _sources(settings, account_id, env)["accessTokenSource"]
-    return {"mode": str(settings.get("mode") or "cloud"), "token": "-" if where == "none" else where}
+    return {"mode": "cloud", "token": "-" if where == "none" else where}
 
 
 def _verify(token: str, api_root: str | None) -> str:
@@ -78,6 +88,10 @@ def _verify(token: str, api_root: str | None) -> str:
 
 
 def _account(ctx: AccountContext) -> ChannelAccount:
+    if _mode(ctx.settings) == "personal":
+        from homarus.channels.whatsapp.personal import PersonalAccount
+
+        return PersonalAccount(ctx)
     from homarus.channels.whatsapp.account import WhatsAppAccount
 
     return WhatsAppAccount(ctx)
@@ -88,7 +102,7 @@ SPEC = ChannelSpec(
     label="WhatsApp",
     capabilities=ChannelCapabilities(
         text_limit=4000,
-        groups=False,
+        groups=True,
         threads=False,
         media=True,
         typing=True,
@@ -112,18 +126,31 @@ SPEC = ChannelSpec(
             "with the verify token you chose, and subscribe to the messages field. Then message the number: "
             "a stranger gets a pairing code; approve it: homarus pairing approve whatsapp <code>"
         ),
-        modes=("cloud",),
+        modes=("cloud", "personal"),
+        credential_modes=("cloud",),
+        mode_steps=(
+            (
+                "personal",
+                "Install the engine if you have not (pip install 'homarus[whatsapp-personal]'), start the "
+                "gateway, then link the number: homarus channels login whatsapp (or Link on the Control "
+                "UI's Channels page), and scan the code in WhatsApp → Settings → Linked devices",
+            ),
+        ),
         secrets=(
-            SetupSecret("phoneNumberId", "phone number id (WhatsApp → API Setup)", None),
-            SetupSecret("appSecret", "app secret (App Settings → Basic)", APP_SECRET_ENV),
+            SetupSecret("phoneNumberId", "phone number id (WhatsApp → API Setup)", None, ("cloud",)),
+            SetupSecret("appSecret", "app secret (App Settings → Basic)", APP_SECRET_ENV, ("cloud",)),
             SetupSecret(
-                "verifyToken", "verify token (any phrase; typed again in Meta's webhook setup)", VERIFY_TOKEN_ENV
+                "verifyToken",
+                "verify token (any phrase; typed again in Meta's webhook setup)",
+                VERIFY_TOKEN_ENV,
+                ("cloud",),
             ),
         ),
     ),
     docs=(
-        "mode (cloud), accessToken | tokenFile | $WHATSAPP_ACCESS_TOKEN, phoneNumberId, appSecret | "
-        "$WHATSAPP_APP_SECRET, verifyToken | $WHATSAPP_VERIFY_TOKEN, webhookPath, apiRoot, sendReadReceipts"
+        "mode (cloud | personal); cloud: accessToken | tokenFile | $WHATSAPP_ACCESS_TOKEN, phoneNumberId, "
+        "appSecret | $WHATSAPP_APP_SECRET, verifyToken | $WHATSAPP_VERIFY_TOKEN, webhookPath, apiRoot; "
+        "personal: authDir, engine; sendReadReceipts"
     ),
 )
 
