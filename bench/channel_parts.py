@@ -64,6 +64,8 @@ class Platform:
     path: str
     chats: str
     with_what: str
+    #: the account's module, whose import cost is measured (default: ``homarus.channels.<id>.account``)
+    module: str = ""
 
 
 def channel_gateway(config: dict[str, Any], *token_envs: str) -> GatewayProcess:
@@ -257,8 +259,8 @@ def run_platform(args: argparse.Namespace, p: Platform, users: Sequence[str], la
         burst=burst,
         rss_after_burst_mib=round(rss_after, 1),
         idle_rss_mib={"without": round(min(without), 1), f"with_{p.id}": round(min(with_it), 1)},
-        import_module=f"homarus.channels.{p.id}.account",
-        import_ms=import_cost_ms(f"homarus.channels.{p.id}.account"),
+        import_module=p.module or f"homarus.channels.{p.id}.account",
+        import_ms=import_cost_ms(p.module or f"homarus.channels.{p.id}.account"),
         labels={"id": p.id, "path": p.path, "chats": p.chats, "with_what": p.with_what},
         loadavg_after=list(os.getloadavg()),
     )

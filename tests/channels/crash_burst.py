@@ -8,13 +8,25 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from tests.fakes import Reply
 from tests.fakes.llm_server import FakeLLM, RecordedRequest
-from tests.gateway.crash_harness import Crashable, user_texts
+from tests.gateway.crash_harness import Crashable, config, user_texts
 from tests.waiting import wait_for
 
-__all__ = ["burst_killed_twice", "echo_slowly"]
+__all__ = ["burst_config", "burst_killed_twice", "echo_slowly"]
+
+
+def burst_config(llm_url: str, channels: dict[str, Any], **more: Any) -> dict[str, Any]:
+    """The crash harness's gateway config with ``channels``: a session per conversation and a
+    turn per message (each echoed answer then names exactly its message)."""
+    cfg = config(llm_url)
+    cfg["channels"] = channels
+    cfg["session"] = {"dmScope": "per-channel-peer"}
+    cfg["messages"] = {"queue": {"mode": "followup"}, "inbound": {"debounceMs": 0}}
+    cfg.update(more)
+    return cfg
 
 
 def echo_slowly(llm: FakeLLM) -> None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.channels.crash_burst import burst_killed_twice, echo_slowly
+from tests.channels.crash_burst import burst_config, burst_killed_twice, echo_slowly
 from tests.fakes import run_fake_llm
 from tests.fakes.discord_server import FakeDiscord, run_fake_discord
-from tests.gateway.crash_harness import config, crashable
+from tests.gateway.crash_harness import crashable
 from tests.waiting import wait_for
 
 USERS = [str(810000000000000000 + i) for i in range(10)]
@@ -19,12 +19,10 @@ DMS = {str(820000000000000000 + i): user for i, user in enumerate(USERS)}
 
 
 def discord_config(llm_url: str, fake: FakeDiscord) -> dict[str, Any]:
-    cfg = config(llm_url)
+    cfg = burst_config(llm_url, {})
     cfg["channels"] = {
         "discord": {"token": fake.token, "apiRoot": fake.api_root, "dmPolicy": "allowlist", "allowFrom": USERS}
     }
-    cfg["session"] = {"dmScope": "per-channel-peer"}  # a session per user
-    cfg["messages"] = {"queue": {"mode": "followup"}, "inbound": {"debounceMs": 0}}  # one turn per message
     return cfg
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.channels.crash_burst import burst_killed_twice, echo_slowly
+from tests.channels.crash_burst import burst_config, burst_killed_twice, echo_slowly
 from tests.fakes import run_fake_llm
 from tests.fakes.slack_server import FakeSlack, run_fake_slack
-from tests.gateway.crash_harness import config, crashable
+from tests.gateway.crash_harness import crashable
 from tests.waiting import wait_for
 
 USERS = [f"U0CRASH{i:03d}" for i in range(10)]
@@ -20,11 +20,9 @@ DMS = {f"D0CRASH{i:03d}": user for i, user in enumerate(USERS)}
 
 
 def slack_config(llm_url: str, fake: FakeSlack) -> dict[str, Any]:
-    cfg = config(llm_url)
+    cfg = burst_config(llm_url, {})
     slack = {"botToken": fake.bot_token, "appToken": fake.app_token, "apiRoot": fake.api_root}
     cfg["channels"] = {"slack": {**slack, "dmPolicy": "allowlist", "allowFrom": USERS}}
-    cfg["session"] = {"dmScope": "per-channel-peer"}  # a session per user
-    cfg["messages"] = {"queue": {"mode": "followup"}, "inbound": {"debounceMs": 0}}  # one turn per message
     return cfg
 
 

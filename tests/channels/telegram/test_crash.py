@@ -7,21 +7,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.channels.crash_burst import burst_killed_twice, echo_slowly
+from tests.channels.crash_burst import burst_config, burst_killed_twice, echo_slowly
 from tests.fakes import run_fake_llm
 from tests.fakes.telegram_server import FakeTelegram, run_fake_telegram
-from tests.gateway.crash_harness import config, crashable
+from tests.gateway.crash_harness import crashable
 
 CHATS = [1000 + i for i in range(10)]
 
 
 def telegram_config(llm_url: str, fake: FakeTelegram) -> dict[str, Any]:
-    cfg = config(llm_url)
+    cfg = burst_config(llm_url, {})
     cfg["channels"] = {
         "telegram": {"botToken": fake.token, "apiRoot": fake.api_root, "dmPolicy": "allowlist", "allowFrom": CHATS}
     }
-    cfg["session"] = {"dmScope": "per-channel-peer"}  # a session per chat
-    cfg["messages"] = {"queue": {"mode": "followup"}, "inbound": {"debounceMs": 0}}  # one turn per message
     return cfg
 
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.channels.crash_burst import burst_killed_twice, echo_slowly
+from tests.channels.crash_burst import burst_config, burst_killed_twice, echo_slowly
 from tests.fakes import run_fake_llm
 from tests.fakes.whatsapp_server import PHONE_NUMBER_ID, VERIFY_TOKEN, FakeWhatsApp, run_fake_whatsapp
-from tests.gateway.crash_harness import Crashable, config, crashable
+from tests.gateway.crash_harness import Crashable, crashable
 
 PEOPLE = [f"1555777{i:04d}" for i in range(10)]
 
 
 def whatsapp_config(llm_url: str, fake: FakeWhatsApp) -> dict[str, Any]:
-    cfg = config(llm_url)
+    cfg = burst_config(llm_url, {})
     cfg["channels"] = {
         "whatsapp": {
             "accessToken": fake.token,
@@ -31,8 +31,6 @@ def whatsapp_config(llm_url: str, fake: FakeWhatsApp) -> dict[str, Any]:
             "sendReadReceipts": False,
         }
     }
-    cfg["session"] = {"dmScope": "per-channel-peer"}  # a session per person
-    cfg["messages"] = {"queue": {"mode": "followup"}, "inbound": {"debounceMs": 0}}  # one turn per message
     return cfg
 
 

@@ -286,3 +286,16 @@ async def test_logout_removes_only_the_session_from_an_auth_dir_the_user_chose(t
         assert session_dir(gw) == mine and (mine / "linked.json").exists() and (mine / "session.fake").exists()
         await client.request("channels.logout", {"channel": "whatsapp"})
         assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+
+
+async def test_a_long_reply_is_split_under_4096_without_breaking_a_code_block(tmp_path: Path) -> None:
+    with personal_gateway(tmp_path, dmPolicy="allowlist", allowFrom=[f"+{OWNER}"]) as (gw, fake, provider):
+        await link(gw, fake)
+        code = "```python\n" + "\n".join(f"print({i})  # line {i} of the program" for i in range(160)) + "\n```"
+        provider.push(Reply("The program:\n\n" + code + "\n\n" + "And some words after it. " * 120))
+        fake.message(dm(OWNER, "write me a program", "L1"))
+        owner = f"{OWNER}@s.whatsapp.net"
+        await wait_for(lambda: len(fake.texts_to(owner)) >= 3, what="the pieces")
+        pieces = fake.texts_to(owner)
+        assert all(len(p) <= 4096 for p in pieces) and all(p.count("```") % 2 == 0 for p in pieces)
+        assert "print(159)" in "".join(pieces) and pieces[-1].rstrip().endswith("after it.")
