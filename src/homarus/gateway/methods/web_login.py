@@ -48,8 +48,9 @@ async def _account(call: MethodCall, channel: str | None, account_id: str | None
         raise InvalidRequest("web login provider is not available")
     manager = gw.channels.manager
     configured = gw.config.channels.configured()
-    if channel is None:  # the first configured channel whose accounts link by code
-        channel = next((c for c in configured if c in manager.specs and c == "whatsapp"), None)
+    if channel is None:  # the first configured channel with an account that links by code
+        linking = (c for (c, _a), acc in manager.accounts.items() if c in configured and hasattr(acc, "login_start"))
+        channel = next(linking, "whatsapp" if "whatsapp" in configured else None)
     if channel is None or channel not in manager.specs or channel not in configured:
         raise InvalidRequest("web login provider is not available")
     account_id = account_id or configured[channel].primary_account
