@@ -108,6 +108,9 @@ class InboundMessage:
     #: epoch ms
     timestamp: int = 0
     thread_id: str | None = None
+    #: the thread is only where the answer goes, not a session of its own: the chat's session
+    #: (a Slack DM's reply thread, a UI affordance on the DM's session as in the original)
+    thread_reply_only: bool = False
     #: the group's parent (a Discord guild, a Slack team) and the sender's roles there
     parent_id: str | None = None
     roles: tuple[str, ...] = ()

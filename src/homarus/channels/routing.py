@@ -153,7 +153,7 @@ def session_key_for(
 ) -> str:
     """The canonical session key of ``msg`` for ``agent_id``."""
     prefix = f"agent:{agent_id}"
-    thread = f":{thread_word}:{msg.thread_id}" if msg.thread_id else ""
+    thread = f":{thread_word}:{msg.thread_id}" if msg.thread_id and not msg.thread_reply_only else ""
     if msg.chat_kind == "direct":
         peer = _linked_name(msg, identity_links) or msg.sender_id
         if dm_scope == "main":

@@ -138,3 +138,26 @@ def test_a_team_binding_routes_the_workspace_s_channels() -> None:
         thread_word="thread",
     )
     assert (route.agent_id, route.matched_by, route.session_key) == ("work", "team", "agent:work:slack:channel:c1")
+
+
+def test_a_dm_reply_thread_answers_in_the_thread_on_the_dms_session() -> None:
+    """As in the original: a DM's reply thread is where the answer shows, not another session; a
+    channel's thread is a session of its own."""
+    from homarus.channels.model import InboundMessage
+    from homarus.channels.routing import session_key_for
+
+    def key(msg: InboundMessage | None) -> str:
+        assert msg is not None
+        return session_key_for(msg, "main", main_key="main", dm_scope="per-channel-peer", identity_links={})
+
+    top, _ = normalize_event(body(channel="D1", channel_type="im"), account_id="default", bot_user_id=BOT)
+    threaded, _ = normalize_event(
+        body(channel="D1", channel_type="im", thread_ts="1699999999.000001"), account_id="default", bot_user_id=BOT
+    )
+    assert threaded is not None and threaded.thread_reply_only
+    assert threaded.target.thread_id == "1699999999.000001"  # the answer goes into the thread
+    assert key(threaded) == key(top) == "agent:main:slack:direct:u1"
+    assert InboundMessage.from_json(threaded.to_json()) == threaded  # kept by the inbox as it came
+    in_room, _ = normalize_event(body(thread_ts="1699999999.000001"), account_id="default", bot_user_id=BOT)
+    assert in_room is not None and not in_room.thread_reply_only
+    assert key(in_room) == "agent:main:slack:channel:c1:thread:1699999999.000001"

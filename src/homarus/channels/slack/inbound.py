@@ -4,11 +4,13 @@
 A DM (``channel_type: im``) is ``direct``, a group DM (``mpim``) a ``group``, a public or private
 channel a ``channel`` (session ``agent:<a>:slack:channel:<id>``, as the original names it); the
 workspace (``team_id``) is the chat's parent, which team bindings route on. A reply in a thread
-(``thread_ts`` other than its own ``ts``) belongs to that thread: the session is the thread's and
-the answer goes into it. The bot is addressed when mentioned (``<@bot>``, removed from the text;
-an ``app_mention`` event is one by definition). ``message`` and ``app_mention`` events report the
-same message, with the same ``ts``: the inbox keeps one. The bot's own messages, other bots'
-(unless ``allowBots``), edits, deletions and joins are skipped, with the reason.
+(``thread_ts`` other than its own ``ts``) belongs to that thread: the answer goes into it, and in
+a channel or group DM the session is the thread's (in a DM, the DM's: as in the original, a DM's
+reply thread is where the answer shows, not another conversation). The bot is addressed when
+mentioned (``<@bot>``, removed from the text; an ``app_mention`` event is one by definition).
+``message`` and ``app_mention`` events report the same message, with the same ``ts``: the inbox
+keeps one. The bot's own messages, other bots' (unless ``allowBots``), edits, deletions and joins
+are skipped, with the reason.
 """
 
 from __future__ import annotations
@@ -75,16 +77,18 @@ def normalize_event(
     thread_ts = str(event.get("thread_ts") or "")
     parent_user = str(event.get("parent_user_id") or "")
     command = text.split(maxsplit=1)[0].lower() if text.startswith("/") and len(text) > 1 else None
+    kind = _kind(str(event.get("channel_type") or ""), channel)
     msg = InboundMessage(
         channel="slack",
         account_id=account_id,
-        chat_kind=_kind(str(event.get("channel_type") or ""), channel),
+        chat_kind=kind,
         chat_id=channel,
         message_id=ts,
         sender_id=sender,
         text=text,
         timestamp=_epoch_ms(ts),
         thread_id=thread_ts if thread_ts and thread_ts != ts else None,
+        thread_reply_only=kind == "direct",
         parent_id=team,
         reply_to_bot=bool(parent_user) and parent_user == bot_user_id,
         was_mentioned=mentioned,
