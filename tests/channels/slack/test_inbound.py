@@ -61,6 +61,11 @@ def test_bots_edits_joins_and_other_events_are_skipped_with_the_reason() -> None
         assert normalize_event(event, account_id="default", bot_user_id=BOT) == (None, why)
     allowed, _ = normalize_event(body(bot_id="B2"), account_id="default", bot_user_id=BOT, allow_bots=True)
     assert allowed is not None
+    # an integration's post has no user: skipped, unless bots are allowed, then from the bot's id
+    integration = body(subtype="bot_message", user=None, bot_id="B7", username="deploybot", text="deployed")
+    assert normalize_event(integration, account_id="default", bot_user_id=BOT) == (None, "a 'bot_message' message")
+    posted, _ = normalize_event(integration, account_id="default", bot_user_id=BOT, allow_bots=True)
+    assert posted is not None and (posted.sender_id, posted.text) == ("B7", "deployed")
     assert normalize_event({"type": "url_verification"}, account_id="default", bot_user_id=BOT)[0] is None
 
 

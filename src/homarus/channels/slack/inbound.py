@@ -57,9 +57,13 @@ def normalize_event(
     if kind_name not in ("message", "app_mention"):
         return None, f"a {kind_name!r} event"
     subtype = event.get("subtype")
-    if subtype is not None and subtype not in _USER_SUBTYPES:
+    # an integration's post (``bot_message``, no ``user``) is a bot's words: taken with allowBots,
+    # its sender the bot's id
+    from_bot = subtype == "bot_message" and allow_bots
+    if subtype is not None and subtype not in _USER_SUBTYPES and not from_bot:
         return None, f"a {subtype!r} message"
-    channel, ts, sender = str(event.get("channel") or ""), str(event.get("ts") or ""), str(event.get("user") or "")
+    channel, ts = str(event.get("channel") or ""), str(event.get("ts") or "")
+    sender = str(event.get("user") or (event.get("bot_id") if from_bot else "") or "")
     if not channel or not ts or not sender:
         return None, "no channel, ts or user"
     if sender == bot_user_id:
