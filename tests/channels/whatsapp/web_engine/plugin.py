@@ -32,15 +32,30 @@ class LoopbackDevice:
     async def connect(self) -> None:
         reader, self.writer = await asyncio.open_connection(self.host, self.port)
         self._write({"op": "hello", "linked": self.session.exists()})
+        self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self.task = asyncio.create_task(self._read(reader))
+        self.handling = asyncio.create_task(self._handle())
 
     def _write(self, frame: dict[str, Any]) -> None:
         assert self.writer is not None
         self.writer.write(json.dumps(frame).encode() + b"\n")
 
     async def _read(self, reader: asyncio.StreamReader) -> None:
+        """Answers to sends are taken at once; events are handled in order by ``_handle`` (as
+        whatsmeow does: a slow handler never holds up the answer to a send)."""
         async for line in reader:
             ev = json.loads(line)
+            if ev.get("ev") == "sent":
+                future = self.replies.pop(int(ev["req"]), None)
+                if future is not None and not future.done():
+                    future.set_result(str(ev["id"]))
+            else:
+                self.events.put_nowait(ev)
+        self.events.put_nowait({"ev": "closed"})
+
+    async def _handle(self) -> None:
+        while True:
+            ev = await self.events.get()
             kind = ev.get("ev")
             if kind == "qr":
                 await self.handler(linked.QrCode(ev["code"]))
@@ -54,22 +69,21 @@ class LoopbackDevice:
                 msg = linked.LinkedMessage(ev["id"], ev["chat"], ev["sender"], text=ev["text"], timestamp_ms=1)
                 await self.handler(msg)  # the commit
                 self._write({"op": "ack", "id": ev["id"]})
-            elif kind == "sent":
-                future = self.replies.pop(int(ev["req"]), None)
-                if future is not None and not future.done():
-                    future.set_result(str(ev["id"]))
-        self.connected = False
-        await self.handler(linked.Disconnected("the server closed the connection"))
+            elif kind == "closed":
+                self.connected = False
+                await self.handler(linked.Disconnected("the server closed the connection"))
+                return
 
     def alive(self) -> bool:
         return self.connected
 
     async def close(self) -> None:
         self.connected = False
-        if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self.task
+        for task in (self.task, getattr(self, "handling", None)):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
         if self.writer is not None:
             self.writer.close()
 
