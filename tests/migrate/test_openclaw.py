@@ -200,3 +200,30 @@ def test_the_older_file_layout_migrates_too(tmp_path: Path) -> None:
     assert json.loads((home / "cron" / "jobs.json").read_text())["jobs"][0]["name"] == "old job"
     assert [e["pattern"] for e in json.loads((home / "exec-approvals.json").read_text())["allowlist"]] == ["ls"]
     assert (home / "workspace" / "AGENTS.md").read_text() == "# Agents\n"
+
+
+def test_the_originals_whatsapp_session_directory_is_not_carried() -> None:
+    """Homarus's engine would write its session into the original's Baileys directory (the source
+    is never written), and could not use what is there: the number is linked again."""
+    from homarus.migrate.config_map import WHATSAPP_SESSION, map_config
+
+    source = {
+        "channels": {
+            "whatsapp": {
+                "dmPolicy": "pairing",
+                "authDir": "~/.openclaw/credentials/whatsapp",
+                "accounts": {
+                    "work": {"authDir": "~/.openclaw/credentials/whatsapp/work", "allowFrom": ["+15551230001"]}
+                },
+            }
+        }
+    }
+    out, items = map_config(source, workspace_note=None)
+    whatsapp = out["channels"]["whatsapp"]
+    assert "authDir" not in whatsapp and "authDir" not in whatsapp["accounts"]["work"]
+    assert whatsapp["dmPolicy"] == "pairing" and whatsapp["accounts"]["work"]["allowFrom"] == ["+15551230001"]
+    skipped = {i.what: i.detail for i in items if i.action == "skip"}
+    assert skipped == {
+        "channels.whatsapp.authDir": WHATSAPP_SESSION,
+        "channels.whatsapp.accounts.work.authDir": WHATSAPP_SESSION,
+    }

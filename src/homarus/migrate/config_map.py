@@ -41,6 +41,24 @@ NOT_CARRIED: Final = {
 }
 
 
+WHATSAPP_SESSION: Final = (
+    "the original's WhatsApp Web session (Baileys) is not one Homarus's engine (whatsmeow) can use: "
+    "link the number again with homarus channels login whatsapp"
+)
+
+
+def _whatsapp_blocks(out: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``channels.whatsapp`` and each of its accounts, where they are objects."""
+    root = (out.get("channels") or {}).get("whatsapp") if isinstance(out.get("channels"), dict) else None
+    if not isinstance(root, dict):
+        return []
+    blocks = [("channels.whatsapp", root)]
+    accounts = root.get("accounts")
+    if isinstance(accounts, dict):
+        blocks += [(f"channels.whatsapp.accounts.{k}", v) for k, v in accounts.items() if isinstance(v, dict)]
+    return blocks
+
+
 @dataclass(frozen=True, slots=True)
 class PlanItem:
     kind: str  # config | file | session | cron | approvals
@@ -82,6 +100,10 @@ def map_config(source: dict[str, Any], *, workspace_note: str | None) -> tuple[d
             items.append(
                 PlanItem("config", f"agents.list.{agent.get('id')}.workspace", "carry", str(agent["workspace"]))
             )
+    for where, block in _whatsapp_blocks(out):
+        if "authDir" in block:  # never pointed into the source: Homarus's engine would write there
+            del block["authDir"]
+            items.append(PlanItem("config", f"{where}.authDir", "skip", WHATSAPP_SESSION))
     for _ in range(MAX_ROUNDS):
         try:
             HomarusConfig.model_validate(out)

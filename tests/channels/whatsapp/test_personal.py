@@ -281,11 +281,13 @@ async def test_logout_removes_only_the_session_from_an_auth_dir_the_user_chose(t
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "notes.txt").write_text("keep me")
+    for other in ("creds.json", "session-15551230001.json"):  # what the original's Baileys keeps
+        (mine / other).write_text("{}")
     with personal_gateway(tmp_path, authDir=str(mine)) as (gw, fake, _provider):
         client = await link(gw, fake)
         assert session_dir(gw) == mine and (mine / "linked.json").exists() and (mine / "session.fake").exists()
         await client.request("channels.logout", {"channel": "whatsapp"})
-        assert sorted(p.name for p in mine.iterdir()) == ["notes.txt"]
+        assert sorted(p.name for p in mine.iterdir()) == ["creds.json", "notes.txt", "session-15551230001.json"]
 
 
 async def test_a_long_reply_is_split_under_4096_without_breaking_a_code_block(tmp_path: Path) -> None:

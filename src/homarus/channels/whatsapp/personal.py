@@ -335,13 +335,13 @@ class PersonalAccount(AccountStatus):
         tmp.replace(self.session_dir / "linked.json")
 
     def _forget(self) -> None:
-        """The link and the engine's session (its keys: ``session*`` files) removed, and the
+        """The link and the engine's session (its keys: ``session.*`` files) removed, and the
         directory when nothing else is in it (``authDir`` may be one the user chose): a later
         start links afresh."""
         if not self.session_dir.is_dir() or self.session_dir.is_symlink():
             return
         for path in self.session_dir.iterdir():
-            if path.name.startswith(("session", "linked.json")) and not path.is_dir():
+            if path.name.startswith(("session.", "linked.json")) and not path.is_dir():
                 path.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             self.session_dir.rmdir()
