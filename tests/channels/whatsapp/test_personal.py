@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -255,6 +256,11 @@ async def test_an_engine_that_is_not_installed_is_named_with_the_fix(tmp_path: P
         assert "no WhatsApp engine 'absent'" in row
         status = await account_row(client)
         assert status["healthState"] == "error" and "neonize" in status["lastError"]
+        admin = await operator(gw, ["operator.admin"])
+        began = time.monotonic()
+        answer = (await admin.request("web.login.start", {"channel": "whatsapp"}))["payload"]
+        assert answer["connected"] is False and answer["linking"] is False
+        assert "no WhatsApp engine 'absent'" in answer["message"] and time.monotonic() - began < 5
 
 
 async def test_channels_login_draws_the_code_in_the_terminal_and_waits_for_the_scan(tmp_path: Path) -> None:

@@ -130,7 +130,10 @@ class PersonalAccount(AccountStatus):
 
     # -- linking (web.login.start / web.login.wait) ---------------------------------------------------
     async def login_start(self, *, force: bool, timeout_s: float) -> dict[str, Any]:
-        """Begin linking: the first QR code, or that the account is linked already."""
+        """Begin linking: the first QR code, or that the account is linked already (or why it
+        cannot link: its start failed)."""
+        if self._task is None:
+            return {"connected": False, "linking": False, "message": self.last_error or "the account is not running"}
         if self.link is not None and not force:
             return {"connected": True, "linking": False, "message": f"WhatsApp is already linked ({self._who()})"}
         if force and self.link is not None:
