@@ -13,11 +13,13 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
+from homarus.channels.media_files import checked_size
 from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
     import asyncio
     from collections.abc import Mapping
+    from pathlib import Path
 
     from homarus.channels.adapter import AccountContext
 
@@ -79,6 +81,11 @@ class AccountStatus:
         if client is not None:
             await client.aclose()
         self.state = "stopped"
+
+    async def outgoing_size(self, file: Path, default_mb: float) -> int:
+        """The size of a file to send, checked against ``mediaMaxMb`` (else ``default_mb``)."""
+        limit = int(float(self.settings.get("media_max_mb") or default_mb) * 1024 * 1024)
+        return await checked_size(file, limit)
 
     def received(self) -> None:
         self.last_inbound_at = now_ms()

@@ -10,6 +10,7 @@ sent only to the platform's own hosts).
 from __future__ import annotations
 
 import asyncio
+import mimetypes
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -18,8 +19,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from homarus.channels.adapter import SendFailed
+from homarus.channels.model import Attachment
 
-__all__ = ["checked_size", "fetch_file", "store_download"]
+__all__ = ["checked_size", "fetch_file", "kept_attachment", "named_by_type", "store_download"]
 
 
 async def fetch_file(
@@ -77,6 +79,23 @@ async def store_download(dest_dir: Path, name: str, body: bytes) -> Path:
     dest = dest_dir / f"{int(time.time() * 1000)}-{safe}"
     await asyncio.to_thread(_write_private, dest, body)
     return dest
+
+
+async def kept_attachment(
+    dest_dir: Path, attachment: Attachment, body: bytes, *, name: str | None = None, mime: str | None = None
+) -> Attachment:
+    """``attachment`` once downloaded: ``body`` stored under ``dest_dir`` (:func:`store_download`)
+    as ``name`` (default: its file name, else its kind with ``.bin``), of type ``mime`` (default:
+    the one it arrived with)."""
+    name = name or attachment.file_name or f"{attachment.kind}.bin"
+    dest = await store_download(dest_dir, name, body)
+    return Attachment(attachment.kind, attachment.ref, mime or attachment.mime_type, name, len(body), str(dest))
+
+
+def named_by_type(attachment: Attachment, mime: str | None) -> str:
+    """The attachment's file name, else its kind with the extension of ``mime`` (``.bin``)."""
+    ext = (mimetypes.guess_extension(mime.split(";")[0].strip()) if mime else None) or ".bin"
+    return attachment.file_name or f"{attachment.kind}{ext}"
 
 
 def _file_size(path: Path) -> int | None:

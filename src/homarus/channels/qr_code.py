@@ -7,6 +7,7 @@ QR code (the ``whatsapp-personal`` extra); imported on first use.
 from __future__ import annotations
 
 import base64
+import functools
 import io
 
 __all__ = ["QrUnavailable", "data_url", "terminal"]
@@ -27,8 +28,10 @@ def _qr(code: str) -> object:
     return segno.make_qr(code, error="l")
 
 
+@functools.lru_cache(maxsize=4)
 def data_url(code: str) -> str:
-    """``data:image/png;base64,...`` of the code, small enough for the original's Control UI."""
+    """``data:image/png;base64,...`` of the code, small enough for the original's Control UI (drawn
+    once per code, however many clients wait for it)."""
     qr = _qr(code)
     for scale in (6, 4, 3, 2):
         buf = io.BytesIO()

@@ -25,22 +25,16 @@ _WAIT_S = 25.0
 
 
 def _show(result: dict[str, Any], paths: StatePaths) -> None:
+    """The code drawn in the terminal, else written to a private PNG file; then what to do."""
     from homarus.channels.qr_code import QrUnavailable, terminal
+    from homarus.fs import atomic_write
 
-    code = result.get("qr")
-    if isinstance(code, str) and code:
-        try:
-            print(terminal(code), flush=True)
-        except QrUnavailable:
-            pass
-        else:
-            print(result.get("message") or "", flush=True)
-            return
-    url = str(result.get("qrDataUrl") or "")
-    if url.startswith("data:image/png;base64,"):
+    try:
+        print(terminal(str(result.get("qr") or "")), flush=True)
+    except QrUnavailable:
+        url = str(result.get("qrDataUrl") or "")
         dest = paths.state_dir / "whatsapp-link-qr.png"
-        dest.write_bytes(base64.b64decode(url.split(",", 1)[1]))
-        dest.chmod(0o600)
+        atomic_write(dest, base64.b64decode(url.split(",", 1)[1]))
         print(f"the code is in {dest}: open it and scan it", flush=True)
     print(result.get("message") or "", flush=True)
 

@@ -19,11 +19,10 @@ DMS = {str(820000000000000000 + i): user for i, user in enumerate(USERS)}
 
 
 def discord_config(llm_url: str, fake: FakeDiscord) -> dict[str, Any]:
-    cfg = burst_config(llm_url, {})
-    cfg["channels"] = {
-        "discord": {"token": fake.token, "apiRoot": fake.api_root, "dmPolicy": "allowlist", "allowFrom": USERS}
-    }
-    return cfg
+    return burst_config(
+        llm_url,
+        {"discord": {"token": fake.token, "apiRoot": fake.api_root, "dmPolicy": "allowlist", "allowFrom": USERS}},
+    )
 
 
 async def test_a_burst_of_50_messages_killed_twice_gets_exactly_one_answer_each(tmp_path: Path) -> None:

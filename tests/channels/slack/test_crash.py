@@ -20,10 +20,8 @@ DMS = {f"D0CRASH{i:03d}": user for i, user in enumerate(USERS)}
 
 
 def slack_config(llm_url: str, fake: FakeSlack) -> dict[str, Any]:
-    cfg = burst_config(llm_url, {})
     slack = {"botToken": fake.bot_token, "appToken": fake.app_token, "apiRoot": fake.api_root}
-    cfg["channels"] = {"slack": {**slack, "dmPolicy": "allowlist", "allowFrom": USERS}}
-    return cfg
+    return burst_config(llm_url, {"slack": {**slack, "dmPolicy": "allowlist", "allowFrom": USERS}})
 
 
 async def test_a_burst_of_50_messages_killed_twice_gets_exactly_one_answer_each(tmp_path: Path) -> None:

@@ -16,11 +16,10 @@ CHATS = [1000 + i for i in range(10)]
 
 
 def telegram_config(llm_url: str, fake: FakeTelegram) -> dict[str, Any]:
-    cfg = burst_config(llm_url, {})
-    cfg["channels"] = {
-        "telegram": {"botToken": fake.token, "apiRoot": fake.api_root, "dmPolicy": "allowlist", "allowFrom": CHATS}
-    }
-    return cfg
+    return burst_config(
+        llm_url,
+        {"telegram": {"botToken": fake.token, "apiRoot": fake.api_root, "dmPolicy": "allowlist", "allowFrom": CHATS}},
+    )
 
 
 async def test_a_burst_of_50_messages_killed_twice_gets_exactly_one_answer_each(tmp_path: Path) -> None:

@@ -18,20 +18,21 @@ PEOPLE = [f"1555777{i:04d}" for i in range(10)]
 
 
 def whatsapp_config(llm_url: str, fake: FakeWhatsApp) -> dict[str, Any]:
-    cfg = burst_config(llm_url, {})
-    cfg["channels"] = {
-        "whatsapp": {
-            "accessToken": fake.token,
-            "phoneNumberId": PHONE_NUMBER_ID,
-            "appSecret": fake.app_secret,
-            "verifyToken": VERIFY_TOKEN,
-            "apiRoot": fake.api_root,
-            "dmPolicy": "allowlist",
-            "allowFrom": [f"+{p}" for p in PEOPLE],
-            "sendReadReceipts": False,
-        }
-    }
-    return cfg
+    return burst_config(
+        llm_url,
+        {
+            "whatsapp": {
+                "accessToken": fake.token,
+                "phoneNumberId": PHONE_NUMBER_ID,
+                "appSecret": fake.app_secret,
+                "verifyToken": VERIFY_TOKEN,
+                "apiRoot": fake.api_root,
+                "dmPolicy": "allowlist",
+                "allowFrom": [f"+{p}" for p in PEOPLE],
+                "sendReadReceipts": False,
+            }
+        },
+    )
 
 
 async def test_a_burst_of_50_messages_killed_twice_gets_exactly_one_answer_each(tmp_path: Path) -> None:

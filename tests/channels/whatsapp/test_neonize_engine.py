@@ -88,7 +88,7 @@ def test_media_references_carry_the_keys_but_no_thumbnail_and_survive_a_round_tr
     )
     got = describe(event(wa.Message(imageMessage=image), chat=jid("1555"), sender=jid("1555")))
     assert got.text == "look" and got.media is not None
-    assert (got.media.kind, got.media.mime, got.media.size) == ("image", "image/jpeg", 120_000)
+    assert (got.media.kind, got.media.mime_type, got.media.size) == ("image", "image/jpeg", 120_000)
     stored = wa.Message.FromString(base64.b64decode(got.media.ref))
     assert stored.imageMessage.mediaKey == b"k" * 32 and not stored.imageMessage.JPEGThumbnail
     assert len(got.media.ref) < 400

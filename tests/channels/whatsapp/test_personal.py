@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from homarus.channels.model import Attachment
 from homarus.channels.whatsapp import linked
 from homarus.channels.whatsapp.personal import PersonalAccount
 from homarus.messages import ImageContent, UserMessage
@@ -173,7 +174,7 @@ async def test_an_image_in_and_a_document_out(tmp_path: Path) -> None:
         png = b"\x89PNG\r\n\x1a\n" + b"0" * 200
         fake.files["ref-1"] = png
         provider.push(Reply("a cat"))
-        media = linked.LinkedMedia("image", "ref-1", "image/png", None, len(png))
+        media = Attachment("image", "ref-1", "image/png", None, len(png))
         fake.message(dm(OWNER, "what?", "I1", media=media))
         await wait_for(lambda: fake.texts_to(f"{OWNER}@s.whatsapp.net"), what="the answer about the image")
         prompt = provider.requests[-1].messages[-1]

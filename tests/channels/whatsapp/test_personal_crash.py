@@ -22,22 +22,23 @@ ENGINE = Path(__file__).resolve().parent / "web_engine"
 
 
 def personal_config(llm_url: str, fake: FakeWhatsAppWebServer, auth_dir: Path) -> dict[str, Any]:
-    cfg = burst_config(llm_url, {})
-    cfg["plugins"] = {
-        "load": {"paths": [str(ENGINE)]},
-        "entries": {"whatsapp-web-loopback": {"config": {"address": fake.address}}},
-    }
-    cfg["channels"] = {
-        "whatsapp": {
-            "mode": "personal",
-            "engine": "loopback",
-            "authDir": str(auth_dir),
-            "dmPolicy": "allowlist",
-            "allowFrom": [f"+{p}" for p in PEOPLE],
-            "sendReadReceipts": False,
-        }
-    }
-    return cfg
+    return burst_config(
+        llm_url,
+        {
+            "whatsapp": {
+                "mode": "personal",
+                "engine": "loopback",
+                "authDir": str(auth_dir),
+                "dmPolicy": "allowlist",
+                "allowFrom": [f"+{p}" for p in PEOPLE],
+                "sendReadReceipts": False,
+            }
+        },
+        plugins={
+            "load": {"paths": [str(ENGINE)]},
+            "entries": {"whatsapp-web-loopback": {"config": {"address": fake.address}}},
+        },
+    )
 
 
 def linked_before(auth_dir: Path) -> None:

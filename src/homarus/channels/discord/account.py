@@ -25,7 +25,7 @@ from homarus.channels.adapter import SendFailed
 from homarus.channels.discord.api import DEFAULT_API_ROOT, DiscordApi, DiscordApiError, DiscordNetworkError
 from homarus.channels.discord.gateway import Gateway, GatewayStopped, ResumeState
 from homarus.channels.discord.inbound import SLASH_COMMANDS, ChannelInfo, normalize_interaction, normalize_message
-from homarus.channels.media_files import checked_size, fetch_file, store_download
+from homarus.channels.media_files import fetch_file, kept_attachment
 from homarus.channels.model import Attachment, InboundMessage, OutboundMessage, SendReceipt, Target
 
 if TYPE_CHECKING:
@@ -229,7 +229,7 @@ class DiscordAccount(AccountStatus):
         mime = "application/octet-stream"
         if message.media_path:
             file = Path(message.media_path)
-            await checked_size(file, int(float(self.settings.get("media_max_mb") or 8) * 1024 * 1024))
+            await self.outgoing_size(file, 8)
             mime = mimetypes.guess_type(file.name)[0] or mime
         try:
             sent = await self.api.create_message(
@@ -258,9 +258,7 @@ class DiscordAccount(AccountStatus):
         result = await fetch_file(
             self.ctx.fetch, attachment.ref, api_root=self.api_root, max_bytes=max_bytes, size=attachment.size
         )
-        name = attachment.file_name or f"{attachment.kind}.bin"
-        dest = await store_download(dest_dir, name, result.body)
-        return Attachment(attachment.kind, attachment.ref, attachment.mime_type, name, len(result.body), str(dest))
+        return await kept_attachment(dest_dir, attachment, result.body)
 
 
 def _send_failed(exc: DiscordApiError) -> SendFailed:

@@ -26,7 +26,7 @@ from urllib.parse import parse_qs
 from homarus.channels.account_status import AccountStatus
 from homarus.channels.adapter import SendFailed
 from homarus.channels.credentials import read_secret
-from homarus.channels.media_files import checked_size, fetch_file, store_download
+from homarus.channels.media_files import fetch_file, kept_attachment
 from homarus.channels.model import Attachment, OutboundMessage, SendReceipt, Target
 from homarus.channels.slack.api import DEFAULT_API_ROOT, SlackApi, SlackApiError, SlackNetworkError
 from homarus.channels.slack.inbound import normalize_command, normalize_event
@@ -233,7 +233,7 @@ class SlackAccount(AccountStatus):
         try:
             if message.media_path:
                 file = Path(message.media_path)
-                await checked_size(file, int(float(self.settings.get("media_max_mb") or 20) * 1024 * 1024))
+                await self.outgoing_size(file, 20)
                 sent = await self.api.upload_file(
                     target.chat_id, file, comment=text, thread_ts=target.thread_id, on_transmitted=on_transmitted
                 )
@@ -271,9 +271,7 @@ class SlackAccount(AccountStatus):
         if "text/html" in str(result.headers.get("content-type") or "") and attachment.mime_type != "text/html":
             # Slack's answer to a request it does not authorize is its sign-in page, with a 200
             raise SendFailed("Slack answered with a sign-in page: the app needs the files:read scope", permanent=True)
-        name = attachment.file_name or f"{attachment.kind}.bin"
-        dest = await store_download(dest_dir, name, result.body)
-        return Attachment(attachment.kind, attachment.ref, attachment.mime_type, name, len(result.body), str(dest))
+        return await kept_attachment(dest_dir, attachment, result.body)
 
 
 def _send_failed(exc: SlackApiError) -> SendFailed:

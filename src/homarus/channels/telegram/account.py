@@ -31,7 +31,7 @@ from pydantic import ValidationError
 from homarus.channels import credentials
 from homarus.channels.account_status import AccountStatus
 from homarus.channels.adapter import SendFailed
-from homarus.channels.media_files import checked_size, store_download
+from homarus.channels.media_files import kept_attachment
 from homarus.channels.model import Attachment, InboundMessage, OutboundMessage, SendReceipt, Target
 from homarus.channels.telegram.api import DEFAULT_API_ROOT, BotApi, TelegramApiError, TelegramNetworkError, parse_update
 from homarus.channels.telegram.format import markdown_to_html, markdown_to_text
@@ -271,7 +271,7 @@ class TelegramAccount(AccountStatus):
     async def _send_file(self, message: OutboundMessage, thread: str | None, on_transmitted: Transmitted) -> Any:
         assert self.api is not None and message.media_path is not None
         path = Path(message.media_path)
-        size = await checked_size(path, int(float(self.settings.get("media_max_mb") or 100) * 1024 * 1024))
+        size = await self.outgoing_size(path, 100)
         mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
         kind = message.media_kind or ("image" if mime.startswith("image/") else "document")
         method, field = {
@@ -325,9 +325,8 @@ class TelegramAccount(AccountStatus):
             raise SendFailed(f"file download answered HTTP {result.status}")
         if result.truncated or len(result.body) > max_bytes:
             raise SendFailed(f"too large (over {max_bytes // 1_048_576} MB)", permanent=True)
-        name = attachment.file_name or Path(file_path).name or f"{attachment.kind}.bin"
-        dest = await store_download(dest_dir, name, result.body)
-        return Attachment(attachment.kind, attachment.ref, attachment.mime_type, name, len(result.body), str(dest))
+        name = attachment.file_name or Path(file_path).name or None
+        return await kept_attachment(dest_dir, attachment, result.body, name=name)
 
 
 def _send_failed(exc: TelegramApiError) -> SendFailed:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 from homarus.channels.account_status import AccountStatus
 from homarus.channels.adapter import SendFailed
 from homarus.channels.credentials import read_secret
-from homarus.channels.media_files import checked_size, fetch_file, store_download
+from homarus.channels.media_files import fetch_file, kept_attachment, named_by_type
 from homarus.channels.model import Attachment, OutboundMessage, SendReceipt, Target, attachment_kind
 from homarus.channels.whatsapp.api import DEFAULT_API_ROOT, GraphApi, GraphApiError, GraphNetworkError
 from homarus.channels.whatsapp.format import to_whatsapp
@@ -148,7 +148,7 @@ class WhatsAppAccount(AccountStatus):
         try:
             if message.media_path:
                 file = Path(message.media_path)
-                await checked_size(file, int(float(self.settings.get("media_max_mb") or 50) * 1024 * 1024))
+                await self.outgoing_size(file, 50)
                 mime = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
                 kind = _KINDS.get(message.media_kind or "", "") or attachment_kind(mime)
                 media: dict[str, Any] = {"id": await self.api.upload_media(file, mime)}
@@ -201,10 +201,7 @@ class WhatsAppAccount(AccountStatus):
             token_domains=("facebook.com", "fbsbx.com", "whatsapp.net"),
         )
         mime = str(info.get("mime_type") or attachment.mime_type or "") or None
-        ext = (mimetypes.guess_extension(mime.split(";")[0].strip()) if mime else None) or ".bin"
-        name = attachment.file_name or f"{attachment.kind}{ext}"
-        dest = await store_download(dest_dir, name, result.body)
-        return Attachment(attachment.kind, attachment.ref, mime, name, len(result.body), str(dest))
+        return await kept_attachment(dest_dir, attachment, result.body, name=named_by_type(attachment, mime), mime=mime)
 
 
 def _send_failed(exc: GraphApiError) -> SendFailed:

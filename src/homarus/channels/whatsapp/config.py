@@ -13,21 +13,16 @@ default). An account without ``mode`` is ``cloud`` when it names a ``phoneNumber
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from homarus.channels.whatsapp import account_mode
 from homarus.channels.whatsapp.webhook import DEFAULT_WEBHOOK_PATH
 from homarus.config.channels import ChannelAccountConfig, ChannelConfig, check_webhook_paths
 from homarus.patterns import Pattern
 
 __all__ = ["WhatsAppAccountConfig", "WhatsAppConfig", "account_mode", "e164"]
-
-
-def account_mode(settings: Mapping[str, Any]) -> str:
-    """``cloud`` or ``personal``: the account's ``mode``, else what its settings imply."""
-    return str(settings.get("mode") or ("cloud" if settings.get("phone_number_id") else "personal"))
 
 
 def e164(value: Any) -> Any:

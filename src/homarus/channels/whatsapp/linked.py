@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from homarus.channels.adapter import SendFailed
-from homarus.channels.model import Attachment, AttachmentKind, InboundMessage
+from homarus.channels.model import Attachment, InboundMessage
 
 if TYPE_CHECKING:
     import logging
@@ -35,7 +35,6 @@ __all__ = [
     "KeepAliveRestored",
     "LinkedDevice",
     "LinkedEvent",
-    "LinkedMedia",
     "LinkedMessage",
     "LoggedOut",
     "Paired",
@@ -110,16 +109,6 @@ class Refused:
 
 
 @dataclass(frozen=True, slots=True)
-class LinkedMedia:
-    kind: AttachmentKind
-    #: what the engine needs to download it again (opaque, bounded, no secret of the account)
-    ref: str
-    mime: str | None = None
-    file_name: str | None = None
-    size: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class LinkedMessage:
     id: str
     #: JIDs as ``user@server`` (``15551230001@s.whatsapp.net``, ``1203...@g.us``, ``123@lid``)
@@ -138,7 +127,9 @@ class LinkedMessage:
     mentions: tuple[str, ...] = ()
     forwarded: bool = False
     edited: bool = False
-    media: LinkedMedia | None = None
+    #: its file, as the layer names one; ``ref`` is what the engine needs to download it again
+    #: (opaque, bounded, no secret of the account)
+    media: Attachment | None = None
 
 
 LinkedEvent = (
@@ -211,11 +202,11 @@ def engine(name: str) -> EngineFactory:
 def peer_id(jid: str) -> str:
     """How the channel layer names a WhatsApp peer: a phone number in E.164 (as the original and
     the Cloud API do), a group or privacy id as its JID."""
-    user, _, server = jid.partition("@")
-    user = user.split(":", 1)[0]  # a device suffix (123:4@s.whatsapp.net) is the same person
-    if server == "s.whatsapp.net" and user.isdigit():
-        return "+" + user
-    return f"{user}@{server}" if server else jid
+    if "@" not in jid:
+        return jid
+    bare = _bare(jid)
+    user, _, server = bare.partition("@")
+    return "+" + user if server == "s.whatsapp.net" and user.isdigit() else bare
 
 
 def chat_jid(chat_id: str) -> str:
@@ -226,6 +217,7 @@ def chat_jid(chat_id: str) -> str:
 
 
 def _bare(jid: str) -> str:
+    """The JID without a device suffix (``123:4@s.whatsapp.net`` is the same person as ``123@…``)."""
     user, _, server = jid.partition("@")
     return f"{user.split(':', 1)[0]}@{server}"
 
@@ -243,10 +235,6 @@ def to_inbound(msg: LinkedMessage, *, account_id: str, own: tuple[str, ...]) -> 
     own_bare = {_bare(j) for j in own if j}
     mentioned = any(_bare(j) in own_bare for j in msg.mentions)
     reply_to_bot = msg.quoted_sender is not None and _bare(msg.quoted_sender) in own_bare
-    attachments: tuple[Attachment, ...] = ()
-    if msg.media is not None:
-        m = msg.media
-        attachments = (Attachment(m.kind, m.ref, m.mime, m.file_name, m.size),)
     return InboundMessage(
         channel="whatsapp",
         account_id=account_id,
@@ -262,7 +250,7 @@ def to_inbound(msg: LinkedMessage, *, account_id: str, own: tuple[str, ...]) -> 
         reply_to_bot=reply_to_bot,
         was_mentioned=mentioned or reply_to_bot,
         forwarded_from="someone" if msg.forwarded else None,
-        attachments=attachments,
+        attachments=(msg.media,) if msg.media is not None else (),
         edited=msg.edited,
         metadata={"jid": _bare(msg.sender)},
     )

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from homarus.channels.adapter import SendFailed
-from homarus.channels.model import AttachmentKind
+from homarus.channels.model import Attachment, AttachmentKind
 from homarus.channels.whatsapp import linked
 
 _popen = os.popen
@@ -118,7 +118,7 @@ def _unwrap(message: Any) -> Any:
     return message
 
 
-def _media(message: Any) -> linked.LinkedMedia | None:
+def _media(message: Any) -> Attachment | None:
     for field, kind in _MEDIA:
         if not message.HasField(field):
             continue
@@ -134,7 +134,7 @@ def _media(message: Any) -> linked.LinkedMedia | None:
             kind = "voice"
         file_name = str(part.fileName) if field == "documentMessage" and part.fileName else None
         ref = base64.b64encode(bare.SerializePartialToString()).decode("ascii")
-        return linked.LinkedMedia(kind, ref, str(part.mimetype) or None, file_name, int(part.fileLength) or None)
+        return Attachment(kind, ref, str(part.mimetype) or None, file_name, int(part.fileLength) or None)
     return None
 
 
@@ -238,6 +238,8 @@ class NeonizeDevice:
         self._log = log
         self._loop: asyncio.AbstractEventLoop | None = None
         self.client = NewAClient(str(session_dir / "session.db"))
+        # whatsmeow sends only the events a handler is registered for; a message is then taken
+        # by _execute before neonize's dispatch, so that it is handled to its commit
         for kind in (*_CONNECTION_EVENTS, nz.Message):
             self.client.event(kind)(self._dispatch)
         self.client.event.qr(self._qr)
@@ -299,18 +301,18 @@ class NeonizeDevice:
         return str(response.ID)
 
     async def send_file(self, chat: str, data: bytes, *, mime: str, kind: str, name: str, caption: str) -> str:
-        build = self.client
+        client = self.client
         if kind == "image":
-            message = await build.build_image_message(data, caption=caption or None)
+            message = await client.build_image_message(data, caption=caption or None)
         elif kind == "video":
-            message = await build.build_video_message(data, caption=caption or None)
+            message = await client.build_video_message(data, caption=caption or None)
         elif kind in ("audio", "voice"):
-            message = await build.build_audio_message(data, ptt=kind == "voice")
+            message = await client.build_audio_message(data, ptt=kind == "voice")
         else:
-            message = await build.build_document_message(data, caption=caption or None, filename=name, mimetype=mime)
-        response = await self.client.send_message(to_jid(chat), message)
+            message = await client.build_document_message(data, caption=caption or None, filename=name, mimetype=mime)
+        response = await client.send_message(to_jid(chat), message)
         if caption and kind in ("audio", "voice"):  # WhatsApp takes no caption on audio
-            await self.client.send_message(to_jid(chat), caption)
+            await client.send_message(to_jid(chat), caption)
         return str(response.ID)
 
     async def typing(self, chat: str) -> None:

@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import json
 import mimetypes
-import os
 import random
 import time
 from collections import OrderedDict
@@ -34,10 +33,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from homarus.channels.account_status import AccountStatus, now_ms
 from homarus.channels.adapter import SendFailed
-from homarus.channels.media_files import checked_size, store_download
+from homarus.channels.media_files import kept_attachment, named_by_type
 from homarus.channels.model import Attachment, OutboundMessage, SendReceipt, Target, attachment_kind
 from homarus.channels.whatsapp import linked
 from homarus.channels.whatsapp.format import to_whatsapp
+from homarus.fs import atomic_write, ensure_private_dir
 from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
@@ -48,7 +48,6 @@ __all__ = ["PersonalAccount"]
 #: people whose last message is remembered for the read receipt
 MAX_REMEMBERED: Final = 10_000
 _NOT_LINKED: Final = "not linked yet: run homarus channels login whatsapp (or use the Control UI's Channels page)"
-_KINDS: Final = {"image": "image", "audio": "audio", "voice": "voice", "video": "video", "document": "document"}
 
 
 def _backoff(attempt: int) -> float:
@@ -82,7 +81,8 @@ class PersonalAccount(AccountStatus):
         self._changed = asyncio.Event()
         self._wake = asyncio.Event()
         self._saving = asyncio.Lock()
-        self._last_message: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        #: per chat, its last message to mark read: (chat JID, sender JID, message id)
+        self._last_message: OrderedDict[str, tuple[str, str, str]] = OrderedDict()
 
     # -- lifecycle ------------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -193,7 +193,7 @@ class PersonalAccount(AccountStatus):
             self.state = "linking" if self.link is None else "connecting"
             self.device = self._factory(self.session_dir, self._on_event, self.log)
             try:
-                await asyncio.to_thread(self.session_dir.mkdir, mode=0o700, parents=True, exist_ok=True)
+                await asyncio.to_thread(ensure_private_dir, self.session_dir)
                 self._down_since = time.monotonic()
                 await self.device.connect()
                 outcome = await self._watch()
@@ -325,17 +325,7 @@ class PersonalAccount(AccountStatus):
         """Write the link as it is now (one write at a time, so the last one holds the newest)."""
         async with self._saving:
             if self.link is not None:
-                await asyncio.to_thread(self._write_link, dict(self.link))
-
-    def _write_link(self, link: dict[str, Any]) -> None:
-        self.session_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = self.session_dir / "linked.json.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(link, f)
-            f.flush()
-            os.fsync(f.fileno())
-        tmp.replace(self.session_dir / "linked.json")
+                await asyncio.to_thread(atomic_write, self.session_dir / "linked.json", json.dumps(self.link))
 
     def _forget(self) -> None:
         """The link and the engine's session (its keys: ``session.*`` files) removed, and the
@@ -365,12 +355,12 @@ class PersonalAccount(AccountStatus):
         if isinstance(inbound, str):
             self.log.debug("whatsapp[%s]: message %s skipped: %s", self.account_id, msg.id, inbound)
             return
-        self._remember(inbound.chat_id, msg.chat, msg.sender, msg.id)
+        self._remember(inbound.chat_id, (msg.chat, msg.sender, msg.id))
         await self.ctx.sink.receive([inbound])  # raising: the engine does not acknowledge it
         self.received()
 
-    def _remember(self, chat_id: str, chat: str, sender: str, message_id: str) -> None:
-        self._last_message[chat_id] = (chat, f"{sender}\n{message_id}")
+    def _remember(self, chat_id: str, message: tuple[str, str, str]) -> None:
+        self._last_message[chat_id] = message
         self._last_message.move_to_end(chat_id)
         while len(self._last_message) > MAX_REMEMBERED:
             self._last_message.popitem(last=False)
@@ -390,10 +380,10 @@ class PersonalAccount(AccountStatus):
         try:
             if message.media_path:
                 file = Path(message.media_path)
-                await checked_size(file, int(float(self.settings.get("media_max_mb") or 50) * 1024 * 1024))
+                await self.outgoing_size(file, 50)
                 data = await asyncio.to_thread(file.read_bytes)
                 mime = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
-                kind = _KINDS.get(message.media_kind or "", "") or attachment_kind(mime)
+                kind = message.media_kind or attachment_kind(mime)
                 await on_transmitted()
                 sent = await device.send_file(chat, data, mime=mime, kind=kind, name=file.name, caption=text)
             else:
@@ -413,9 +403,7 @@ class PersonalAccount(AccountStatus):
             return
         try:
             if remembered is not None and self.settings.get("send_read_receipts") is not False:
-                chat, who = remembered
-                sender, _, message_id = who.partition("\n")
-                await device.mark_read(chat, sender, message_id)
+                await device.mark_read(*remembered)
             await device.typing(linked.chat_jid(target.chat_id))
         except Exception as exc:
             self.log.debug("whatsapp[%s]: no typing indicator: %s", self.account_id, exc)
@@ -432,8 +420,4 @@ class PersonalAccount(AccountStatus):
             raise SendFailed(f"WhatsApp did not hand the file over: {exc}"[:300]) from None
         if len(body) > max_bytes:
             raise SendFailed(f"the file is over the {max_bytes}-byte cap", permanent=True)
-        mime = attachment.mime_type
-        ext = (mimetypes.guess_extension(mime.split(";")[0].strip()) if mime else None) or ".bin"
-        name = attachment.file_name or f"{attachment.kind}{ext}"
-        dest = await store_download(dest_dir, name, body)
-        return Attachment(attachment.kind, attachment.ref, mime, name, len(body), str(dest))
+        return await kept_attachment(dest_dir, attachment, body, name=named_by_type(attachment, attachment.mime_type))

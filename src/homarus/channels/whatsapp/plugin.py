@@ -17,6 +17,7 @@ from homarus import __version__
 from homarus.channels import credentials
 from homarus.channels.adapter import ChannelSetup, ChannelSpec, SetupSecret
 from homarus.channels.model import ChannelCapabilities
+from homarus.channels.whatsapp import account_mode
 
 if TYPE_CHECKING:
     from homarus.channels.adapter import AccountContext, ChannelAccount
@@ -49,18 +50,14 @@ def _sources(settings: Mapping[str, Any], account_id: str, env: Mapping[str, str
     }
 
 
-def _mode(settings: Mapping[str, Any]) -> str:
-    return str(settings.get("mode") or ("cloud" if settings.get("phone_number_id") else "personal"))
-
-
 def _status_fields(settings: Mapping[str, Any], account_id: str) -> dict[str, Any]:
-    if _mode(settings) == "personal":
+    if account_mode(settings) == "personal":
         return {"engine": str(settings.get("engine") or "neonize")}
     return {**_sources(settings, account_id), "phoneNumberId": settings.get("phone_number_id")}
 
 
 def _list_fields(settings: Mapping[str, Any], account_id: str, env: Mapping[str, str]) -> dict[str, Any]:
-    if _mode(settings) == "personal":
+    if account_mode(settings) == "personal":
         return {"mode": "personal", "token": "linked device"}
     where = _sources(settings, account_id, env)["accessTokenSource"]
     return {"mode": "cloud", "token": "-" if where == "none" else where}
@@ -88,7 +85,7 @@ def _verify(token: str, api_root: str | None) -> str:
 
 
 def _account(ctx: AccountContext) -> ChannelAccount:
-    if _mode(ctx.settings) == "personal":
+    if account_mode(ctx.settings) == "personal":
         from homarus.channels.whatsapp.personal import PersonalAccount
 
         return PersonalAccount(ctx)
