@@ -299,3 +299,22 @@ async def test_handler_errors_propagate(registry: MethodRegistry) -> None:
     registry.register("boom", boom, scope=READ)
     with pytest.raises(RuntimeError, match="handler failed"):
         await registry.dispatch(call("boom", scopes=READER), {})
+
+
+@pytest.mark.parametrize("scopes", [frozenset(), READER, ADMIN_ONLY])
+async def test_an_originals_method_homarus_lacks_says_so_at_any_scope(
+    registry: MethodRegistry, scopes: frozenset[str]
+) -> None:
+    with pytest.raises(InvalidRequest) as info:
+        await registry.dispatch(call("tts.speak", scopes=scopes), {})
+    assert not isinstance(info.value, Forbidden)
+    assert info.value.message.startswith("not supported by Homarus: voice ")
+    assert info.value.message.endswith("(tts.speak)")
+    assert info.value.details is not None and info.value.details["code"] == "NOT_SUPPORTED"
+    assert info.value.details["method"] == "tts.speak"
+
+
+async def test_a_method_registered_later_under_an_originals_name_is_dispatched(registry: MethodRegistry) -> None:
+    handler = Recorder("spoken")
+    registry.register("tts.speak", handler, scope=READ, owner="voice-plugin", params=AnyParams)
+    assert await registry.dispatch(call("tts.speak", scopes=READER), {}) == "spoken"

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from homarus.errors import InvalidRequest, RegistrationError
 from homarus.gateway.client import ClientInfo
 from homarus.protocol.compat import check_unsupported
+from homarus.protocol.original_methods import not_supported_reason
 from homarus.protocol.validation import format_errors
 from homarus.security.scopes import ADMIN, RESERVED_ADMIN_PREFIXES, require_scope
 
@@ -158,6 +159,13 @@ class MethodRegistry:
         """Authorize, validate and run one call; raises HomarusError subclasses on refusal."""
         known = self._specs.get(call.method)
         client = call.client
+        if known is None and (reason := not_supported_reason(call.method)) is not None:
+            # the original's method that Homarus has not built: the truth at any scope, not the
+            # "missing scope: operator.admin" an unknown name gets
+            raise InvalidRequest(
+                f"not supported by Homarus: {reason} ({call.method})",
+                details={"code": "NOT_SUPPORTED", "method": call.method, "reason": reason},
+            )
         if call.method != "health":
             roles = known.roles if known is not None else ("operator",)
             if client.role not in roles:

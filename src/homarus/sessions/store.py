@@ -86,6 +86,7 @@ _PRUNE_OLDEST = (
     "ORDER BY updated_at LIMIT ?)"
 )
 _COUNT = "SELECT value FROM meta WHERE name = 'count'"
+_RECENT = "SELECT key, updated_at FROM sessions ORDER BY updated_at DESC LIMIT ?"
 
 
 class StoreCorrupt(RuntimeFailure):
@@ -144,6 +145,14 @@ class SessionStore:
     def count(self) -> int:
         with self._reading() as db:
             return 0 if db is None else int(self._query(db, _COUNT)[0][0])
+
+    def recent(self, limit: int) -> list[tuple[str, int | None]]:
+        """(key, updatedAt) of the ``limit`` most recently updated sessions, newest first (through
+        the updated_at index: what it finds, not the size of the store)."""
+        with self._reading() as db:
+            if db is None:
+                return []
+            return [(str(k), None if u is None else int(u)) for k, u in self._query(db, _RECENT, (limit,))]
 
     # -- writes -------------------------------------------------------------------------------------
     def update(self, key: str, change: Change, *, synced: bool = True) -> dict[str, Any] | None:

@@ -39,6 +39,21 @@ async def test_no_scopes_only_health(gw: RunningGateway) -> None:
     assert res["error"]["message"] == "missing scope: operator.read"
 
 
+async def test_a_probe_without_a_device_gets_no_scopes_even_locally(gw: RunningGateway) -> None:
+    """The original CLI's reachability probe (client.mode "probe") learns that the gateway
+    answers, and nothing else: the original grants it no scopes either."""
+    probe_client = {"id": "cli", "version": "2026.9.6", "platform": "linux", "mode": "probe"}
+    client = await open_client(gw.url)
+    hello = await client.handshake(gw.token, ["operator.read"], maxProtocol=4, client=probe_client)
+    assert hello["ok"] and hello["payload"]["auth"]["scopes"] == []
+    assert (await client.request("health"))["ok"]
+    for method in ("system-presence", "status", "config.get"):
+        res = await client.request(method)
+        assert res["error"]["details"]["code"] == "MISSING_SCOPE", (method, res)
+    cli = await _connected(gw, ["operator.read"], client={**probe_client, "mode": "cli"})
+    assert (await cli.request("status"))["ok"]
+
+
 async def test_write_scope_satisfies_read(gw: RunningGateway) -> None:
     client = await _connected(gw, ["operator.write"])
     assert (await client.request("system-presence"))["ok"]

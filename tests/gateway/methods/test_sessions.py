@@ -158,3 +158,28 @@ async def test_a_state_dir_with_an_older_sessions_json_is_served_after_its_impor
     stored = SessionStore(sessions).read()
     assert stored["agent:main:main"]["label"] == "renamed"
     assert stored["agent:main:telegram:direct:42"] == legacy["agent:main:telegram:direct:42"]
+
+
+async def test_health_and_status_count_the_stored_sessions(gw: RunningGateway) -> None:
+    """Not a hard-coded 0: the count and the five newest, as sessions.list sees them."""
+    c = await _client(gw)
+    for i in range(7):
+        assert (await c.request("sessions.create", {"key": f"counted-{i}"}))["ok"]
+    listed = (await c.request("sessions.list", {}))["payload"]["sessions"]
+    health = (await c.request("health", {"probe": True}))["payload"]
+    main = health["agents"][0]["sessions"]
+    assert main["count"] == len(listed) == 7 and health["sessions"]["count"] == 7
+    assert [r["key"] for r in main["recent"]] == [s["key"] for s in listed[:5]]
+    assert all(r["age"] >= 0 and r["updatedAt"] > 0 for r in main["recent"])
+    status = (await c.request("status", {"includeChannelSummary": False, "includeCliProjection": True}))["payload"]
+    assert status["sessions"]["count"] == 7 and status["sessions"]["byAgent"][0]["count"] == 7
+    assert len(status["sessions"]["recent"]) == 5
+    assert status["cliProjection"]["agents"] == {
+        "defaultId": "main",
+        "ownership": "sole",
+        "selectionRequired": False,
+        "rows": [{"id": "main"}],
+    }
+    assert status["processMemory"]["rssBytes"] > 10 * 1024 * 1024
+    bad = await c.request("status", {"includeEverything": True})
+    assert "unexpected property 'includeEverything'" in bad["error"]["message"]

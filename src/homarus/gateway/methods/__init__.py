@@ -25,7 +25,7 @@ _P = __name__ + "."
 CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("health", _P + "health:health", None, "HealthParams"),
     _M("system-presence", _P + "health:system_presence", READ),
-    _M("status", _P + "status:status", READ),
+    _M("status", _P + "status:status", READ, "StatusParams"),
     _M("config.get", _P + "config:config_get", READ),
     _M("config.set", _P + "config:config_set", ADMIN, "ConfigWriteParams"),
     _M("config.apply", _P + "config:config_apply", ADMIN, "ConfigApplyParams"),

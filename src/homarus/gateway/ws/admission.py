@@ -26,7 +26,10 @@ if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
     from homarus.protocol.handshake import ConnectRequest
 
-__all__ = ["Admission"]
+__all__ = ["PROBE_MODE", "Admission"]
+
+#: the client mode of a reachability probe (the original's ``GATEWAY_CLIENT_MODES.PROBE``)
+PROBE_MODE = "probe"
 
 log = logging.getLogger("homarus.gateway")
 
@@ -124,10 +127,13 @@ class Admission:
         if req.params.device is None:
             # the shared secret without a device: full use from this machine (the local CLI); from
             # anywhere else it proves nothing about who connects, so no scopes (``health`` only),
-            # as the original does: a remote app pairs its device first
+            # as the original does: a remote app pairs its device first. A probe (the original
+            # CLI's reachability check, ``client.mode: probe``) gets none either, as there: it asks
+            # whether the gateway answers, and is owed nothing else (presence, status, config)
             if not local:
                 log.warning("a device-less connection from %s got no scopes (pair a device)", ip)
-            return Admitted(requested if local else frozenset())
+            probe = req.params.client.mode == PROBE_MODE
+            return Admitted(requested if local and not probe else frozenset())
         admitted = pair_or_request(self.gateway, req, requested, ip, local=local)
         if isinstance(admitted, ErrorShape):
             return admitted

@@ -77,6 +77,7 @@ def hello_payload(gateway: GatewayContext, info: ClientInfo) -> dict[str, Any]:
             "tickIntervalMs": int(gateway.options.tick_interval_s * 1000),
         },
     }
-    if info.protocol >= 4:
-        hello["auth"] = {"method": gateway.auth.mode, "role": info.role, "scopes": sorted(info.scopes)}
+    # required from protocol 4, optional before: sent to both, so a v3 client (the original CLI's
+    # probe) learns what it was granted
+    hello["auth"] = {"method": gateway.auth.mode, "role": info.role, "scopes": sorted(info.scopes)}
     return hello
