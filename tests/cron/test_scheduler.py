@@ -262,7 +262,9 @@ async def test_run_now_force_due_and_already_running(tmp_path: Path) -> None:
     await asyncio.sleep(0.01)
     assert await rig.service.run(job_id) == {"ok": True, "ran": False, "reason": "already-running"}
     gate.set()
-    assert await pending == {"ok": True, "ran": True, "status": "ok", "summary": "done"}
+    done = await pending
+    assert done.pop("runId").startswith(f"manual:{job_id}:")
+    assert done == {"ok": True, "ran": True, "status": "ok", "summary": "done"}
     assert rig.runlog.read(job_id)[0][0]["forced"] is True
     with pytest.raises(NotFound, match="cron job not found"):
         await rig.service.run("nope")

@@ -180,7 +180,7 @@ def run_cron(args: argparse.Namespace, paths: StatePaths) -> int:
         elif sub == "rm":
             method, params = "cron.remove", {"jobId": args.job_id}
         elif sub == "run":
-            method, params = "cron.run", {"jobId": args.job_id, "mode": "due" if args.due else "force"}
+            method, params = "cron.run", {"jobId": args.job_id, "mode": "due" if args.due else "force", "wait": True}
         elif sub == "runs":
             method, params = "cron.runs", {"jobId": args.job_id, "limit": args.limit}
         else:

@@ -17,6 +17,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Collection
@@ -28,13 +30,19 @@ from homarus.cron.store import CronStore, CronStoreCorrupt
 from homarus.cron.transitions import SUMMARY_MAX_CHARS, RunResult, apply_result, recompute, run_entry
 from homarus.tasks import cancel_and_wait
 
-__all__ = ["DEFAULT_JOB_TIMEOUT_S", "MAX_TIMER_MS", "CronScheduler", "RunResult", "Runner"]
+__all__ = ["DEFAULT_JOB_TIMEOUT_S", "MAX_TIMER_MS", "CronScheduler", "RunResult", "Runner", "current_run_id"]
 
 log = logging.getLogger("homarus.cron")
 
 MAX_TIMER_MS = 60_000
 DEFAULT_JOB_TIMEOUT_S = 600.0
 INTERRUPTED = "interrupted by gateway shutdown"
+
+#: the id of the run the runner is carrying out (set around each call of the runner): the agent
+#: turn a job starts takes it as its own run id, so one id names the run in cron.run's answer, the
+#: run log (cron.runs runId), the agent run (agent.wait) and the webhook
+current_run_id: contextvars.ContextVar[str | None] = contextvars.ContextVar("cron_run_id", default=None)
+_run_seq = itertools.count(1)
 
 Runner = Callable[[CronJob], Awaitable[RunResult]]
 ChangeListener = Callable[[dict[str, Any]], None]
@@ -72,6 +80,8 @@ class CronScheduler:
         self.enabled = enabled
         self.load_error: str | None = None
         self._running: dict[str, asyncio.Task[RunResult]] = {}
+        #: job id -> the id of its run in progress
+        self._run_ids: dict[str, str] = {}
         self._catch_up: set[str] = set()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -253,10 +263,11 @@ class CronScheduler:
         if not force and (not job.enabled or nxt is None or nxt > self.clock()):
             return {"ok": True, "ran": False, "reason": "not-due"}
         task = self._start(job, forced=force)
+        run_id = self._run_ids[job.id]
         if not wait:
-            return {"ok": True, "enqueued": True}
+            return {"ok": True, "enqueued": True, "runId": run_id}
         result = await asyncio.shield(task)
-        out: dict[str, Any] = {"ok": True, "ran": True, "status": result.status}
+        out: dict[str, Any] = {"ok": True, "ran": True, "status": result.status, "runId": run_id}
         if result.error:
             out["error"] = result.error
         if result.summary:
@@ -266,12 +277,16 @@ class CronScheduler:
     def _start(self, job: CronJob, *, forced: bool) -> asyncio.Task[RunResult]:
         catch_up = job.id in self._catch_up
         self._catch_up.discard(job.id)
-        job.state.running_at_ms = self.clock()
-        task = asyncio.create_task(self._execute(job, catch_up=catch_up, forced=forced), name=f"cron:{job.id}")
+        job.state.running_at_ms = started = self.clock()
+        # the original's shape: manual:<job>:<start ms>:<n> for cron.run, cron:<job>:<start ms> on schedule
+        run_id = f"manual:{job.id}:{started}:{next(_run_seq)}" if forced else f"cron:{job.id}:{started}"
+        self._run_ids[job.id] = run_id
+        task = asyncio.create_task(self._execute(job, run_id, catch_up=catch_up, forced=forced), name=f"cron:{job.id}")
         self._running[job.id] = task
 
         def done(t: asyncio.Task[RunResult]) -> None:
             self._running.pop(job.id, None)
+            self._run_ids.pop(job.id, None)
             self._wake.set()
             if not t.cancelled() and (exc := t.exception()) is not None:
                 log.error("cron job %s: bookkeeping failed: %r", job.id, exc)
@@ -283,15 +298,20 @@ class CronScheduler:
         own = getattr(job.payload, "timeout_seconds", None)
         return (float(own) if own else self.job_timeout_s) + self.timeout_grace_s
 
-    async def _execute(self, job: CronJob, *, catch_up: bool, forced: bool) -> RunResult:
+    async def _execute(self, job: CronJob, run_id: str, *, catch_up: bool, forced: bool) -> RunResult:
         started = job.state.running_at_ms or self.clock()
         await self.store.persist()
-        self.emit({"jobId": job.id, "action": "started", "runAtMs": started, **({"catchUp": True} if catch_up else {})})
+        started_event = {"jobId": job.id, "action": "started", "runAtMs": started, "runId": run_id}
+        self.emit(started_event | ({"catchUp": True} if catch_up else {}))
         cancelled = False
         timeout = self._timeout_s(job)
         try:
-            async with asyncio.timeout(timeout):
-                result = await self.runner(job)
+            token = current_run_id.set(run_id)
+            try:
+                async with asyncio.timeout(timeout):
+                    result = await self.runner(job)
+            finally:
+                current_run_id.reset(token)
         except TimeoutError:
             result = RunResult("error", error=f"job timed out after {timeout:g}s")
         except asyncio.CancelledError:
@@ -302,7 +322,7 @@ class CronScheduler:
             result = RunResult("error", error=f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
         if self._stopping and result.status != "ok":
             result = RunResult("skipped", error=INTERRUPTED, details=result.details)  # aborted by the shutdown
-        entry = self._finish(job, result, started, self.clock(), catch_up=catch_up, forced=forced)
+        entry = {"runId": run_id} | self._finish(job, result, started, self.clock(), catch_up=catch_up, forced=forced)
         await self.store.persist()
         try:
             await asyncio.to_thread(self.runlog.append, job.id, entry)

@@ -20,7 +20,15 @@ from typing import Any
 from homarus.cron.models import AtSchedule, CronJob, RunStatus
 from homarus.cron.schedule import BACKOFF_MS, ScheduleError, backoff_ms, first_run
 
-__all__ = ["MAX_AT_ATTEMPTS", "MAX_SCHEDULE_ERRORS", "RunResult", "apply_result", "recompute", "run_entry"]
+__all__ = [
+    "MAX_AT_ATTEMPTS",
+    "MAX_SCHEDULE_ERRORS",
+    "RunResult",
+    "apply_result",
+    "completion_status",
+    "recompute",
+    "run_entry",
+]
 
 log = logging.getLogger("homarus.cron")
 
@@ -91,12 +99,30 @@ def run_entry(
         entry["summary"] = result.summary[:SUMMARY_MAX_CHARS]
     if result.delivery_status:
         entry["deliveryStatus"] = result.delivery_status
+    entry["completionStatus"] = completion_status(job, result)
     if catch_up:
         entry["catchUp"] = True
     if forced:
         entry["forced"] = True
     entry.update(result.details)
     return entry
+
+
+def completion_status(job: CronJob, result: RunResult) -> str:
+    """Whether the run did what was asked of it, the original's way: an error or a skip failed;
+    an ``ok`` run succeeded when its answer went out (or none was asked for), failed when a
+    required delivery did not happen, and is ``unknown`` when nobody can tell."""
+    if result.status in ("error", "skipped"):
+        return "failed"
+    if result.status != "ok":
+        return "unknown"
+    delivery = result.delivery_status
+    if delivery in (None, "not-requested", "delivered"):
+        return "succeeded"
+    required = job.delivery is not None and job.delivery.mode != "none" and not job.delivery.best_effort
+    if delivery == "not-delivered":
+        return "failed" if required else "succeeded"
+    return "unknown"
 
 
 def apply_result(job: CronJob, result: RunResult, started: int, finished: int) -> bool:

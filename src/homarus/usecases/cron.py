@@ -27,7 +27,7 @@ from homarus.agents.request import RunRequest
 from homarus.config.cron import CronConfig
 from homarus.cron.models import AgentTurnPayload, CronJob, SystemEventPayload
 from homarus.cron.runlog import RunLog
-from homarus.cron.scheduler import DEFAULT_JOB_TIMEOUT_S, CronScheduler, RunResult
+from homarus.cron.scheduler import DEFAULT_JOB_TIMEOUT_S, CronScheduler, RunResult, current_run_id
 from homarus.cron.service import CronService
 from homarus.cron.store import CronStore
 from homarus.errors import HomarusError, InvalidRequest
@@ -132,7 +132,7 @@ class CronRunner:
         )
         if req is None:
             req = RunRequest(
-                run_id=str(uuid.uuid4()),
+                run_id=current_run_id.get() or str(uuid.uuid4()),
                 session_key=key,
                 message=f"[cron:{job.id} {job.name}] {payload.message}",
                 model=payload.model,

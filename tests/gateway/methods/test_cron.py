@@ -94,8 +94,24 @@ async def test_agent_turn_job_runs_into_its_cron_session(tmp_path: Path) -> None
         assert added["ok"], added
         job = added["payload"]
         assert job["agentId"] == "main" and job["state"]["nextRunAtMs"] > time.time() * 1000
-        ran = await c.request("cron.run", {"jobId": job["id"], "mode": "force"}, timeout=30)
-        assert ran["payload"] == {"ok": True, "ran": True, "status": "ok", "summary": "All quiet today."}
+        # the original's way: cron.run answers at once with the run's id, cron.runs tells when it is over
+        ran = (await c.request("cron.run", {"jobId": job["id"], "mode": "force"}))["payload"]
+        assert ran["ok"] is True and ran["enqueued"] is True and ran["runId"].startswith(f"manual:{job['id']}:")
+        for _ in range(300):
+            runs = (await c.request("cron.runs", {"id": job["id"], "runId": ran["runId"]}))["payload"]["entries"]
+            if runs:
+                break
+            await asyncio.sleep(0.02)
+        assert [(e["runId"], e["status"], e["completionStatus"], e["summary"]) for e in runs] == [
+            (ran["runId"], "ok", "succeeded", "All quiet today.")
+        ]
+        # the agent turn the job started carries the same id
+        waited = (await c.request("agent.wait", {"runId": ran["runId"], "timeoutMs": 5000}))["payload"]
+        assert waited["status"] == "ok", waited
+        got = (await c.request("cron.get", {"id": job["id"]}))["payload"]
+        assert got["id"] == job["id"] and got["state"]["lastRunStatus"] == "ok"
+        unknown = await c.request("cron.get", {"id": "nope"})
+        assert unknown["error"]["details"] == {"code": "CRON_JOB_NOT_FOUND", "jobId": "nope"}
         key = f"agent:main:cron:{job['id']}"
         texts = transcript_texts(gw, key)
         assert texts[0] == f"[cron:{job['id']} digest] summarise the day" and texts[-1] == "All quiet today."
@@ -167,7 +183,7 @@ async def test_system_event_job_and_bad_input(tmp_path: Path) -> None:
         }
         job = (await c.request("cron.add", sys_job))["payload"]
         assert job["sessionTarget"] == "main"
-        ran = (await c.request("cron.run", {"id": job["id"]}))["payload"]
+        ran = (await c.request("cron.run", {"id": job["id"], "wait": True}))["payload"]
         assert ran["ran"] is True and ran["status"] == "ok"
         assert (await c.request("cron.list"))["payload"]["total"] == 0  # an `at` job is gone after success
         for _ in range(100):
@@ -209,7 +225,7 @@ async def test_crashing_delivery_is_a_logged_error_and_the_gateway_keeps_serving
         job = (await c.request("cron.add", agent_job(delivery={"mode": "webhook", "to": "http://127.0.0.1:9/hook"})))[
             "payload"
         ]
-        ran = (await c.request("cron.run", {"jobId": job["id"]}, timeout=30))["payload"]
+        ran = (await c.request("cron.run", {"jobId": job["id"], "wait": True}, timeout=30))["payload"]
         assert ran["status"] == "error" and ran["error"].startswith("delivery failed:")
         state = (await c.request("cron.list"))["payload"]["jobs"][0]["state"]
         assert state["lastDeliveryStatus"] == "failed" and state["consecutiveErrors"] == 1
@@ -278,7 +294,7 @@ async def test_webhook_delivery_posts_the_finished_run(tmp_path: Path) -> None:
             job = (await c.request("cron.add", agent_job(delivery={"mode": "webhook", "to": srv.url("/cron")})))[
                 "payload"
             ]
-            ran = (await c.request("cron.run", {"jobId": job["id"]}, timeout=30))["payload"]
+            ran = (await c.request("cron.run", {"jobId": job["id"], "wait": True}, timeout=30))["payload"]
             assert ran["status"] == "ok", ran
             await cron_down(gw, service)
     seen = srv.requests[0]

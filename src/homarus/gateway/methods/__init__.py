@@ -58,6 +58,7 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("set-heartbeats", _P + "heartbeat:set_heartbeats", ADMIN, "SetHeartbeatsParams"),
     _M("logs.tail", _P + "logs:logs_tail", READ, "TailParams"),
     _M("cron.status", _P + "cron:cron_status", READ),
+    _M("cron.get", _P + "cron:cron_get", READ, "GetParams"),
     _M("cron.list", _P + "cron:cron_list", READ, "ListParams"),
     _M("cron.runs", _P + "cron:cron_runs", READ, "RunsParams"),
     _M("cron.add", _P + "cron:cron_add", ADMIN, "AddParams"),

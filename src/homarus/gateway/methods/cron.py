@@ -1,4 +1,4 @@
-"""`cron.list`, `cron.status`, `cron.runs` (read) and `cron.add/update/remove/run` (admin).
+"""`cron.get`, `cron.list`, `cron.status`, `cron.runs` (read) and `cron.add/update/remove/run` (admin).
 
 The handlers are thin: the job itself is validated by ``homarus.cron`` (one place for the rules
 the methods, the model's ``cron`` tool and the CLI share). The service is the gateway's ``cron``,
@@ -99,8 +99,15 @@ class RemoveParams(_JobRef):
     pass
 
 
+class GetParams(_JobRef):
+    pass
+
+
 class RunParams(_JobRef):
     mode: Literal["force", "due"] = "force"
+    #: Homarus's: answer once the run is over, with its status (``homarus cron run``); the
+    #: original's clients leave it out and get ``runId`` at once, to wait on through cron.runs
+    wait: bool = False
 
 
 class RunsParams(Params):
@@ -169,8 +176,12 @@ async def cron_remove(call: MethodCall, p: RemoveParams) -> dict[str, Any]:
     return await call.gateway.cron.remove(p.ref)
 
 
+async def cron_get(call: MethodCall, p: GetParams) -> dict[str, Any]:
+    return call.gateway.cron.get(p.ref)
+
+
 async def cron_run(call: MethodCall, p: RunParams) -> dict[str, Any]:
-    return await call.gateway.cron.run(p.ref, mode=p.mode)
+    return await call.gateway.cron.run(p.ref, mode=p.mode, wait=p.wait)
 
 
 async def cron_runs(call: MethodCall, p: RunsParams) -> dict[str, Any]:
