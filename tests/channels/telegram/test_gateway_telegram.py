@@ -313,3 +313,42 @@ async def test_send_finds_the_channel_by_a_plugin_alias(tmp_path: Path) -> None:
         assert fake.texts_to(OWNER) == ["hello by alias"]
         unknown = await client.request("send", {"to": "nope:1", "message": "x", "idempotencyKey": "a2"})
         assert unknown["ok"] is False and "unknown channel: nope" in unknown["error"]["message"]
+
+
+async def test_message_action_send_as_the_originals_cli_sends_it(tmp_path: Path) -> None:
+    """``openclaw message send --channel telegram -t <chat> -m …``: its exact params, once (a retry
+    with the same idempotency key sends nothing more); other actions are refused by name."""
+    with telegram_gateway(tmp_path, dmPolicy="allowlist", allowFrom=[OWNER]) as (_gw, fake, _provider):
+        await wait_for(lambda: fake.method_calls("getUpdates"), what="polling")
+        client = await operator(_gw, ["operator.write"])
+        cli_params: dict[str, Any] = {"pin": False, "gifPlayback": False, "forceDocument": False, "silent": False}
+        cli_params |= {"json": False}
+        cli_params |= {"dryRun": False, "verbose": False, "channel": "telegram", "target": str(OWNER)}
+        cli_params |= {"message": "from a script", "action": "send", "to": f"telegram:{OWNER}"}
+        params = {"channel": "telegram", "action": "send", "params": cli_params, "senderIsOwner": True}
+        params |= {"agentId": "main", "conversationReadOrigin": "direct-operator", "idempotencyKey": "m-1"}
+        sent = await client.request("message.action", params)
+        assert sent["ok"], sent
+        assert sent["payload"]["status"] == "sent" and sent["payload"]["action"] == "send"
+        again = await client.request("message.action", params)
+        assert again["payload"] == sent["payload"]
+        assert fake.texts_to(OWNER) == ["from a script"]
+
+        dry = await client.request(
+            "message.action", params | {"params": cli_params | {"dryRun": True}, "idempotencyKey": "m-2"}
+        )
+        assert dry["payload"]["dryRun"] is True and fake.texts_to(OWNER) == ["from a script"]
+        read = await client.request("message.action", params | {"action": "read", "idempotencyKey": "m-3"})
+        assert read["error"]["message"] == "Channel telegram does not support action read."
+        assert read["error"]["details"]["code"] == "NOT_SUPPORTED"
+        pinned = await client.request(
+            "message.action", params | {"params": cli_params | {"pin": True}, "idempotencyKey": "m-4"}
+        )
+        assert pinned["error"]["details"]["param"] == "pin" and fake.texts_to(OWNER) == ["from a script"]
+        unknown = await client.request("message.action", params | {"channel": "nope", "idempotencyKey": "m-5"})
+        assert "unknown channel: nope" in unknown["error"]["message"]
+        extra = await client.request("message.action", params | {"bogus": 1})
+        assert "unexpected property 'bogus'" in extra["error"]["message"]
+        reader = await operator(_gw, ["operator.read"])
+        refused = await reader.request("message.action", params | {"idempotencyKey": "m-6"})
+        assert refused["error"]["details"]["missingScope"] == "operator.write"

@@ -92,6 +92,7 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("channels.outbox.replay", _P + "channels:outbox_replay", ADMIN, "OutboxItemParams", advertised=False),
     _M("channels.outbox.drop", _P + "channels:outbox_drop", ADMIN, "OutboxItemParams", advertised=False),
     _M("send", _P + "channels:send", WRITE, "SendParams"),
+    _M("message.action", _P + "message_action:message_action", WRITE, "MessageActionParams"),
     _M("web.login.start", _P + "web_login:web_login_start", ADMIN, "WebLoginStartParams", advertised=False),
     _M("web.login.wait", _P + "web_login:web_login_wait", ADMIN, "WebLoginWaitParams", advertised=False),
     _M("mcp.status", _P + "mcp:mcp_status", READ),

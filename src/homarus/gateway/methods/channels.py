@@ -93,7 +93,7 @@ class SendParams(Params):
     idempotency_key: str = Field(alias="idempotencyKey", min_length=1, max_length=256)
 
 
-def _service(call: MethodCall) -> Any:
+def channel_service(call: MethodCall) -> Any:
     gw = call.gateway
     if not gw.config.present("channels") and not gw.built("channels"):
         raise InvalidRequest(
@@ -167,23 +167,23 @@ async def channels_status(call: MethodCall, p: StatusParams) -> dict[str, Any]:
 
 
 async def channels_start(call: MethodCall, p: AccountParams) -> dict[str, Any]:
-    service = _service(call)
+    service = channel_service(call)
     status: dict[str, Any] = await service.manager.start(p.channel, p.account_id)
     return {"ok": status.get("state") != "error", **status}
 
 
 async def channels_stop(call: MethodCall, p: AccountParams) -> dict[str, Any]:
-    stopped = await _service(call).manager.stop(p.channel, p.account_id, hold=True)
+    stopped = await channel_service(call).manager.stop(p.channel, p.account_id, hold=True)
     return {"ok": True, "channel": p.channel, "stopped": stopped}
 
 
 async def channels_logout(call: MethodCall, p: AccountParams) -> dict[str, Any]:
-    done = await _service(call).manager.logout(p.channel, p.account_id)
+    done = await channel_service(call).manager.logout(p.channel, p.account_id)
     return {"ok": True, "channel": p.channel, "loggedOut": done}
 
 
 async def pairing_list(call: MethodCall, p: PairingListParams) -> dict[str, Any]:
-    service = _service(call)
+    service = channel_service(call)
     manager = service.manager
     requests = await asyncio.to_thread(manager.pairing.pending, p.channel)
     accounts = []
@@ -229,7 +229,7 @@ async def pairing_list(call: MethodCall, p: PairingListParams) -> dict[str, Any]
 async def pairing_approve(call: MethodCall, p: PairingApproveParams) -> dict[str, Any]:
     if p.bootstrap_command_owner and ADMIN not in call.client.scopes:
         raise InvalidRequest("missing scope: operator.admin (bootstrapCommandOwner)")
-    service = _service(call)
+    service = channel_service(call)
     by = call.client.display_name or call.client.client_id
     request = await asyncio.to_thread(
         service.manager.pairing.approve, p.channel, p.request_id, account_id=p.account_id, by=by
@@ -272,7 +272,7 @@ async def notify_approved(gw: Any, request: Any) -> str:
 
 
 async def pairing_dismiss(call: MethodCall, p: PairingDismissParams) -> dict[str, Any]:
-    service = _service(call)
+    service = channel_service(call)
     request = await asyncio.to_thread(service.manager.pairing.dismiss, p.channel, p.request_id, account_id=p.account_id)
     _resolved(call, request, "dismissed")
     return {"requestId": request.code, "senderId": request.sender_id}
@@ -290,7 +290,7 @@ def _resolved(call: MethodCall, request: Any, decision: str) -> None:
 
 
 async def outbox_list(call: MethodCall, p: OutboxListParams) -> dict[str, Any]:
-    service = _service(call)
+    service = channel_service(call)
     rows = await asyncio.to_thread(service.manager.outbox.dead_letters, p.limit)
     return {
         "deadLetters": [r.to_json() for r in rows],
@@ -299,7 +299,7 @@ async def outbox_list(call: MethodCall, p: OutboxListParams) -> dict[str, Any]:
 
 
 async def outbox_replay(call: MethodCall, p: OutboxItemParams) -> dict[str, Any]:
-    service = _service(call)
+    service = channel_service(call)
     if not await asyncio.to_thread(service.manager.outbox.replay, p.id):
         raise NotFound(f"no dead letter {p.id}")
     service.manager.delivery.poke()
@@ -307,7 +307,7 @@ async def outbox_replay(call: MethodCall, p: OutboxItemParams) -> dict[str, Any]
 
 
 async def outbox_drop(call: MethodCall, p: OutboxItemParams) -> dict[str, Any]:
-    service = _service(call)
+    service = channel_service(call)
     if not await asyncio.to_thread(service.manager.outbox.drop, p.id):
         raise NotFound(f"no dead letter {p.id}")
     return {"ok": True, "id": p.id, "status": "cancelled"}
@@ -320,7 +320,7 @@ async def send(call: MethodCall, p: SendParams) -> dict[str, Any]:
         return dict(cached.payload)
     if not (p.message or "").strip():
         raise InvalidRequest("message is required")
-    service = _service(call)
+    service = channel_service(call)
     target = service.resolve_target(p.channel, p.to, account_id=p.account_id, thread_id=p.thread_id)
     result: dict[str, Any] = await service.send(target, p.message or "", idempotency_key=p.idempotency_key)
     out = {"runId": p.idempotency_key, **result}
