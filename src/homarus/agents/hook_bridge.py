@@ -17,6 +17,7 @@ from homarus.messages import AssistantMessage, Context, ToolCall, ToolResultMess
 from homarus.plugins import events as ev
 from homarus.plugins.runner import HookRunner
 from homarus.providers.registry import ResolvedModel
+from homarus.usage.ledger import ModelTally, add_call
 
 __all__ = ["ApprovalFn", "RuntimeHooks"]
 
@@ -37,8 +38,10 @@ class RuntimeHooks(LoopHooks):
         abort: asyncio.Event,
         approve: ApprovalFn | None = None,
         audit: RunAudit | None = None,
+        usage: dict[tuple[str, str], ModelTally] | None = None,
     ) -> None:
         self.audit = audit
+        self.usage = usage
         self.runner = runner
         self.ctx = ctx
         self.spawn = spawn
@@ -165,6 +168,8 @@ class RuntimeHooks(LoopHooks):
         run_id = self.ctx.run_id or ""
         info = model.info
         failed = message.stop_reason in ("error", "aborted")
+        if self.usage is not None:
+            add_call(self.usage, info.provider, info.id, message.usage, priced=any(info.cost))
         if self.audit is not None:
             self.audit.model_call(
                 provider=info.provider,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from homarus.messages import UserMessage
+from homarus.usage.ledger import ModelTally
 
 __all__ = ["ActiveRun", "RunOutcome", "RunRegistry"]
 
@@ -68,6 +69,8 @@ class ActiveRun:
     abort_origin: str | None = None
     #: the run's audit writer (a RunAudit), when the gateway keeps an audit trail
     audit: Any = None
+    #: (provider, model) → its calls' tokens and cost in this run (``homarus.usage``); a few entries
+    model_usage: dict[tuple[str, str], ModelTally] = field(default_factory=dict)
     done: asyncio.Future[RunOutcome] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
     def take_steering(self) -> list[UserMessage]:

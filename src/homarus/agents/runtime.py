@@ -31,6 +31,7 @@ from homarus.providers.registry import ModelRegistry
 from homarus.queue.lanes import LaneQueue
 from homarus.sessions.manager import SessionManager
 from homarus.tools.base import ToolRegistry
+from homarus.usage.ledger import RunUsage
 
 if TYPE_CHECKING:
     pass
@@ -194,6 +195,13 @@ class AgentRuntime:
             self.runs.end(active)
         if active.audit is not None:
             active.audit.run_end(status=outcome.status, error=outcome.error, usage=outcome.usage)
+        if active.model_usage and self.wiring.on_run_usage is not None:
+            try:
+                self.wiring.on_run_usage(
+                    RunUsage(outcome.ended_at, key.agent_id, key.canonical, req.channel or "", active.model_usage)
+                )
+            except Exception:  # accounting never fails a run
+                log.exception("recording the usage of run %s failed", req.run_id)
         if not active.done.done():
             active.done.set_result(outcome)
         return outcome

@@ -174,7 +174,13 @@ class Turn:
         self.active.audit = audit
         rt = self.rt
         self.hooks = RuntimeHooks(
-            rt.hooks, self.ctx, rt.spawn, abort=self.active.abort, approve=rt.approve, audit=audit
+            rt.hooks,
+            self.ctx,
+            rt.spawn,
+            abort=self.active.abort,
+            approve=rt.approve,
+            audit=audit,
+            usage=self.active.model_usage if rt.wiring.on_run_usage is not None else None,
         )
         self.phases = RunPhases(self.hooks)
         if not req.external_delivery:  # a chat channel fires it per message, with its own context

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from homarus.audit.trail import AuditSink
     from homarus.sessions.keys import SessionKey
     from homarus.tools.sandbox_sessions import SandboxView
+    from homarus.usage.ledger import RunUsage
 
 __all__ = ["RuntimeWiring"]
 
@@ -42,6 +43,9 @@ class RuntimeWiring:
     on_session_run: Callable[[SessionKey], None] | None = None
     #: where run records go (None: no audit trail)
     audit: AuditSink | None = None
+    #: a run has ended: what its model calls used (``homarus.usage``; None: not accounted). Called
+    #: on the loop; it must not block (the gateway hands the write to its file-work lane)
+    on_run_usage: Callable[[RunUsage], None] | None = None
     #: where provider stream events go (None: not recorded; ``logging.rawStream``)
     raw_stream: AuditSink | None = None
     #: system events (wake, hooks, cron) waiting for a session's next turn, drained with the injections

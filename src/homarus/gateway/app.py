@@ -288,6 +288,8 @@ class Gateway(LazyServices, GatewayContext):
             self.journal.close()
         if self.built("sessions"):
             self.sessions.close()
+        if self.built("usage"):
+            self.usage.close()
         if self.built("web_client"):
             await self.web_client.aclose()
         if self.built("exec_host"):

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from homarus.tools.base import ToolRegistry
     from homarus.tools.process import HostBackend
     from homarus.tools.sandbox_sessions import SandboxSessions
+    from homarus.usage.ledger import UsageLedger
     from homarus.usecases.chat.service import ChannelService
     from homarus.usecases.heartbeat import Heartbeats
     from homarus.usecases.recovery import Recovery
@@ -137,6 +138,8 @@ class GatewayServices:
     browser: BrowserHub
     devices: DeviceStore
     audit_log: AuditLog
+    #: tokens and cost of the model calls, per hour, agent, session and model (``usage.cost``)
+    usage: UsageLedger
     raw_stream_log: AuditLog
 
 

@@ -7,6 +7,7 @@ callables, so building the runtime does not build them.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from homarus.agents.runtime import AgentRuntime
@@ -23,8 +24,11 @@ if TYPE_CHECKING:
     from homarus.gateway.context import GatewayContext
     from homarus.sessions.keys import SessionKey
     from homarus.tools.sandbox_sessions import SandboxView
+    from homarus.usage.ledger import RunUsage
 
 __all__ = ["build_runtime"]
+
+log = logging.getLogger("homarus.gateway")
 
 
 def build_runtime(gw: GatewayContext) -> AgentRuntime:
@@ -74,6 +78,7 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         memory_for=lambda agent_id: memory_for(gw, agent_id),
         on_session_run=lambda key: session_started(gw, key),
         audit=gw.audit_log if observed.audit.enabled else None,
+        on_run_usage=lambda run: record_usage(gw, run),
         raw_stream=gw.raw_stream_log if observed.raw_stream else None,
         system_events=gw.heartbeats.events.drain,
         sandbox_for=sandbox_for,
@@ -96,6 +101,20 @@ def build_runtime(gw: GatewayContext) -> AgentRuntime:
         approve=lambda payload, timeout_ms, abort: _ask_operators(gw, payload, timeout_ms, abort),
         injections=gw.injections,
     )
+
+
+def record_usage(gw: GatewayContext, run: RunUsage) -> None:
+    """Add a finished run's model calls to the usage ledger on the file-work lane (the run's end
+    does not wait for it; the gateway's shutdown does, as for every spawned task)."""
+    from homarus.io_lane import run_on_lane
+
+    async def write() -> None:
+        try:
+            await run_on_lane(gw.usage.record, run)
+        except Exception:  # accounting never disturbs a run; a full disk is logged
+            log.exception("could not record the usage of a run in %s", run.session_key)
+
+    _ = gw.spawn(write())
 
 
 async def _ask_operators(

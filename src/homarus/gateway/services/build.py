@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from homarus.tools.base import ToolRegistry
     from homarus.tools.process import HostBackend
     from homarus.tools.sandbox_sessions import SandboxSessions
+    from homarus.usage.ledger import UsageLedger
     from homarus.usecases.chat.service import ChannelService
     from homarus.usecases.heartbeat import Heartbeats
     from homarus.usecases.run_events import RunEvents
@@ -234,6 +235,12 @@ def audit_log(gw: GatewayContext) -> AuditLog:
 
     cfg = gw.config.logging
     return AuditLog(gw.paths.state_dir / "logs", max_file_bytes=cfg.audit.max_file_mb * 1024 * 1024)
+
+
+def usage(gw: GatewayContext) -> UsageLedger:
+    from homarus.usage.ledger import UsageLedger
+
+    return UsageLedger(gw.paths.state_dir / "usage" / "usage.sqlite")
 
 
 def raw_stream_log(gw: GatewayContext) -> AuditLog:

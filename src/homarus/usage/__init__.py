@@ -1,0 +1,1 @@
+"""Token and cost accounting of model calls (``usage.cost``, ``homarus usage``)."""
