@@ -27,15 +27,17 @@ No library does this for sqlite3 (the standard module has no group commit), henc
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 from homarus.io_lane import lane_executor, on_lane
 
-__all__ = ["GroupCommitter"]
+__all__ = ["Database", "GroupCommitter"]
 
 T = TypeVar("T")
 Op = Callable[[sqlite3.Connection], Any]
@@ -174,3 +176,64 @@ class GroupCommitter:
                 future.set_exception(error)
             else:
                 future.set_result(result)
+
+
+class Database:
+    """A database file's group-commit writer and its read connection, both opened on first use.
+
+    ``open_writer`` opens (and creates, migrates) the writable connection; ``corrupt`` makes the
+    error raised when the file is not a database; ``exists`` says whether there is anything to
+    read yet, so that a read of a store nothing was written to creates no file."""
+
+    def __init__(
+        self,
+        path: Path,
+        open_writer: Callable[[], sqlite3.Connection],
+        corrupt: Callable[[str], Exception],
+        exists: Callable[[], bool] | None = None,
+    ) -> None:
+        self.path = path
+        self._open_writer = open_writer
+        self._corrupt = corrupt
+        self._exists = exists or path.exists
+        self._writer: GroupCommitter | None = None
+        self._reader: sqlite3.Connection | None = None
+        self._lock = threading.Lock()  # opening, and the reader (one statement at a time)
+
+    @property
+    def is_open(self) -> bool:
+        return self._reader is not None
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[sqlite3.Connection | None]:
+        """The read connection, under the lock; None while nothing is stored (reading creates
+        nothing). In WAL mode it never waits for the writer, and sees every commit before it."""
+        with self._lock:
+            if self._reader is None and self._exists():
+                self._open_locked()
+            yield self._reader
+
+    def writing(self) -> GroupCommitter:
+        with self._lock:
+            if self._writer is None:
+                self._open_locked()
+            assert self._writer is not None
+            return self._writer
+
+    def close(self) -> None:
+        with self._lock:
+            writer, reader, self._writer, self._reader = self._writer, self._reader, None, None
+        if writer is not None:
+            writer.close()
+        if reader is not None:
+            reader.close()
+
+    def _open_locked(self) -> None:
+        db = self._open_writer()
+        try:
+            reader = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            reader.execute("PRAGMA query_only=1")
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise self._corrupt(f"{self.path} cannot be read ({exc}); fix or move it away") from None
+        self._writer, self._reader = GroupCommitter(db, str(self.path)), reader

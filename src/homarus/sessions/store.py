@@ -32,7 +32,6 @@ import functools
 import logging
 import os
 import sqlite3
-import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,7 +44,7 @@ from pydantic import ValidationError
 
 from homarus.errors import RuntimeFailure
 from homarus.fs import open_durable_sqlite
-from homarus.group_commit import GroupCommitter
+from homarus.group_commit import Database
 from homarus.sessions.entry import SessionEntry
 
 __all__ = ["DB_NAME", "LEGACY_NAME", "Entries", "Maintenance", "SessionStore", "StoreCorrupt"]
@@ -108,14 +107,16 @@ class SessionStore:
         self.path = directory / DB_NAME
         self.legacy_path = directory / LEGACY_NAME
         self.maintenance = maintenance or Maintenance()
-        self._writer: GroupCommitter | None = None
-        self._reader: sqlite3.Connection | None = None
-        self._lock = threading.Lock()  # opening, and the reader (one statement at a time)
+        self._db = Database(
+            self.path, self._open, StoreCorrupt, lambda: self.path.exists() or self.legacy_path.exists()
+        )
+        self._reading = self._db.reading
+        self._writing = self._db.writing
         self._warned_at = -1e9
 
     @property
     def is_open(self) -> bool:
-        return self._reader is not None
+        return self._db.is_open
 
     # -- reads --------------------------------------------------------------------------------------
     def read(self) -> Entries:
@@ -169,7 +170,7 @@ class SessionStore:
     async def aupdate(self, key: str, change: Change, *, synced: bool = True) -> dict[str, Any] | None:
         """:meth:`update` from the event loop: handed to the writer directly, no worker thread
         (the first use of a store opens it, file work: that one goes through a worker thread)."""
-        if self._writer is None:
+        if not self._db.is_open:
             return await asyncio.to_thread(functools.partial(self.update, key, change, synced=synced))
         return await asyncio.wrap_future(self._writing().submit(self._update_op(key, change), synced=synced))
 
@@ -208,39 +209,7 @@ class SessionStore:
         return self._writing().run(op)
 
     def close(self) -> None:
-        with self._lock:
-            writer, reader, self._writer, self._reader = self._writer, self._reader, None, None
-        if writer is not None:
-            writer.close()
-        if reader is not None:
-            reader.close()
-
-    # -- the connections ----------------------------------------------------------------------------
-    @contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection | None]:
-        """The read connection, under the lock; None while nothing is stored (reading creates
-        nothing). In WAL mode it never waits for the writer, and sees every commit before it."""
-        with self._lock:
-            if self._reader is None and (self.path.exists() or self.legacy_path.exists()):
-                self._open_locked()
-            yield self._reader
-
-    def _writing(self) -> GroupCommitter:
-        with self._lock:
-            if self._writer is None:
-                self._open_locked()
-            assert self._writer is not None
-            return self._writer
-
-    def _open_locked(self) -> None:
-        db = self._open()
-        try:
-            reader = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            reader.execute("PRAGMA query_only=1")
-        except sqlite3.DatabaseError as exc:
-            db.close()
-            raise StoreCorrupt(f"{self.path} cannot be read ({exc}); fix or move it away") from None
-        self._writer, self._reader = GroupCommitter(db, str(self.path)), reader
+        self._db.close()
 
     def _open(self) -> sqlite3.Connection:
         legacy = _read_legacy(self.legacy_path)  # a broken legacy store stops here, before any write

@@ -14,17 +14,15 @@ file holds at most, for each hour kept, a row per session and model active in it
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
-import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from homarus.errors import HomarusError
 from homarus.fs import open_durable_sqlite
-from homarus.group_commit import GroupCommitter
+from homarus.group_commit import Database
 from homarus.messages import Usage
 
 __all__ = [
@@ -164,9 +162,7 @@ class UsageLedger:
     def __init__(self, path: Path, *, retain_days: int = DEFAULT_RETAIN_DAYS) -> None:
         self.path = path
         self.retain_days = retain_days
-        self._writer: GroupCommitter | None = None
-        self._reader: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
+        self._db = Database(path, self._open, UsageStoreCorrupt)
         self._pruned_hour = -1
 
     # -- writing ------------------------------------------------------------------------------
@@ -192,7 +188,7 @@ class UsageLedger:
                 db.execute("DELETE FROM usage WHERE hour < ?", (prune_before,))
 
         # a lost accounting row costs nothing a power cut must keep: committed with the next synced write
-        self._writing().run(op, synced=False)
+        self._db.writing().run(op, synced=False)
 
     # -- reading ------------------------------------------------------------------------------
     def rows(self, start_ms: int, end_ms: int, agent_id: str | None = None) -> list[Row]:
@@ -201,7 +197,7 @@ class UsageLedger:
         args: tuple[Any, ...] = (start_ms // HOUR_MS, end_ms // HOUR_MS)
         if agent_id is not None:
             args += (agent_id,)
-        with self._reading() as db:
+        with self._db.reading() as db:
             if db is None:
                 return []
             try:
@@ -210,37 +206,20 @@ class UsageLedger:
                 raise UsageStoreCorrupt(f"{self.path} cannot be read ({exc}); move it away") from None
 
     def count(self) -> int:
-        with self._reading() as db:
+        with self._db.reading() as db:
             return 0 if db is None else int(db.execute("SELECT count(*) FROM usage").fetchone()[0])
 
     def close(self) -> None:
-        with self._lock:
-            writer, reader, self._writer, self._reader = self._writer, self._reader, None, None
-        if writer is not None:
-            writer.close()
-        if reader is not None:
-            reader.close()
+        self._db.close()
 
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[sqlite3.Connection | None]:
-        with self._lock:
-            if self._reader is None and self.path.exists():
-                self._open_locked()
-            yield self._reader
-
-    def _writing(self) -> GroupCommitter:
-        with self._lock:
-            if self._writer is None:
-                self._open_locked()
-            assert self._writer is not None
-            return self._writer
-
-    def _open_locked(self) -> None:
+    def _open(self) -> sqlite3.Connection:
         try:
             db = open_durable_sqlite(self.path)
-            db.executescript(_SCHEMA)
-            reader = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            reader.execute("PRAGMA query_only=1")
         except sqlite3.DatabaseError as exc:
             raise UsageStoreCorrupt(f"{self.path} is not a readable usage database ({exc}); move it away") from None
-        self._writer, self._reader = GroupCommitter(db, str(self.path)), reader
+        try:
+            db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise UsageStoreCorrupt(f"{self.path} is not a readable usage database ({exc}); move it away") from None
+        return db
