@@ -605,6 +605,7 @@ PARSED_ALIKE = [
     ["plugins", "info", "x", "--json"],
     ["logs", "--limit", "5", "--json"],
     ["cron", "list"],
+    ["usage", "--days", "7", "--tz", "Europe/Berlin", "--json"],
     ["channels", "status"],
     ["pairing", "list"],
     ["migrate", "openclaw", "--from", "/nowhere"],

@@ -43,3 +43,24 @@ def test_status_page_shows_mcp_servers(browser: Browser, mcp_gateway: Served) ->
     assert "gone" in card and "failed" in card
     assert "env-secret" not in page.content()
     assert watch.errors == []
+
+
+def test_status_page_shows_what_the_model_calls_cost(browser: Browser, tmp_path: Path) -> None:
+    """The last 30 days from usage.cost: the cost, tokens, each model's share, the latest days."""
+    import time
+
+    from homarus.messages import Cost, Usage
+    from homarus.usage.ledger import ModelTally, RunUsage, UsageLedger, ledger_path
+
+    ledger = UsageLedger(ledger_path(tmp_path / "state"))
+    tally = ModelTally(3, Usage(12_000, 800, 4_000, 0, 16_800, Cost(total=1.25)))
+    ledger.record(RunUsage(int(time.time() * 1000), "main", "agent:main:main", "", {("openai", "gpt-x"): tally}))
+    ledger.close()
+    with served(tmp_path, {}) as gw:
+        page, watch = _open(browser, gw)
+        _connected(page)
+        page.click("a[data-tab=status]")
+        page.wait_for_selector("[data-card='usage (30 days)']")
+        card = page.inner_text("[data-card='usage (30 days)']")
+        assert "$1.25" in card and "openai/gpt-x" in card and "12,000 in" in card
+        assert watch.errors == []

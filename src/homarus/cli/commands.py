@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "onboard": (None, "homarus.cli.onboard_cmd:run_onboard"),
     "models": ("models_command", "homarus.cli.models_cmd:run_models"),
     "logs": (None, "homarus.cli.logs_cmd:run_logs"),
+    "usage": (None, "homarus.cli.usage_cmd:run_usage"),
     "plugins": ("plugins_command", "homarus.cli.plugins_cmd:run_plugins"),
     "skills": ("skills_command", "homarus.cli.skills_cmd:run_skills"),
 }

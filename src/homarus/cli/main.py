@@ -23,6 +23,7 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("plugins", "list, inspect, enable, disable or check plugins", ":_add_plugins"),
     ("logs", "show the audit trail of runs (who asked, model and tool calls, decisions)", "logs_cmd:add_logs_parser"),
     ("cron", "list, add, remove, run scheduled jobs (needs a running gateway)", "cron_cmd:add_cron_parser"),
+    ("usage", "tokens and cost of the model calls, by day, model and session", "usage_cmd:add_usage_parser"),
     ("channels", "chat channels: list, status, add, remove, logout", "channels_cmd:add_channels_parser"),
     ("pairing", "list, approve or reject chat pairing requests", "pairing_cmd:add_pairing_parser"),
     ("migrate", "bring over state from OpenClaw", "migrate_cmd:add_migrate_parser"),

@@ -87,6 +87,11 @@ _SELECT = (
 )
 
 
+def ledger_path(state_dir: Path) -> Path:
+    """Where a state directory's ledger lives (the gateway writes it, ``homarus usage`` reads it)."""
+    return state_dir / "usage" / "usage.sqlite"
+
+
 class UsageStoreCorrupt(HomarusError):
     pass
 

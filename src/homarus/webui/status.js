@@ -1,5 +1,5 @@
 // The status page: health, version, model, uptime, connections, plugins and their diagnostics,
-// MCP servers, cron jobs. Methods this gateway does not have (or this token may not call) show as "not
+// MCP servers, cron jobs, and what the model calls cost (usage.cost, the last 30 days). Methods this gateway does not have (or this token may not call) show as "not
 // available" instead of failing the page.
 
 import { card, clear, duration, h, relTime, table } from "./dom.js";
@@ -60,28 +60,23 @@ export class StatusView {
 
   async refresh() {
     if (!this.app.client?.connected) return;
-    const [health, status, config, plugins, cron, sessions, mcp] = await Promise.all([
-      this.call("health", {}),
+    const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
+    const [health, status, config, plugins, cron, mcp, usage] = await Promise.all([
+      this.call("health", { probe: true }),
       this.call("status", {}),
       this.call("config.get", {}),
       this.call("plugins.list", {}),
       this.call("cron.list", { includeDisabled: true, limit: 50 }),
-      this.call("sessions.list", {}),
       this.call("mcp.status", {}),
+      this.call("usage.cost", { days: 30, agentScope: "all", ...(zone ? { mode: "specific", timeZone: zone } : {}) }),
     ]);
-    // counted from the session stores themselves (the health summary may not count them)
-    const perAgent = new Map();
-    for (const row of sessions.ok ? sessions.value.sessions || [] : []) {
-      const agent = row.agentId || row.key.split(":")[1];
-      perAgent.set(agent, (perAgent.get(agent) || 0) + 1);
-    }
-    this.sessionCounts = sessions.ok ? perAgent : null;
     clear(this.grid);
     this.grid.append(this.gatewayCard(health, status, config));
     this.grid.append(this.healthCard(health));
     this.grid.append(this.pluginsCard(plugins));
     this.grid.append(this.mcpCard(mcp));
     this.grid.append(this.cronCard(cron));
+    this.grid.append(this.usageCard(usage));
     this.tickUptime();
   }
 
@@ -101,7 +96,7 @@ export class StatusView {
         ["Model", model || (config.ok ? "not configured (echo)" : "— (needs operator.admin)")],
         ["Protocol", hello.protocol],
         ["Connections", s.connections ? `${s.connections.count} (${s.connections.presence} in presence)` : undefined],
-        ["Sessions", this.sessionCounts ? [...this.sessionCounts.values()].reduce((a, b) => a + b, 0) : s.sessions?.count],
+        ["Sessions", s.sessions?.count],
         ["Listening", gw.bind ? `${gw.bind}:${gw.port ?? location.port}` : undefined],
         ["Auth mode", gw.authMode],
         ["Process", gw.pid ? `pid ${gw.pid}, Python ${gw.python}` : undefined],
@@ -113,7 +108,7 @@ export class StatusView {
   healthCard(health) {
     if (!health.ok) return card("Health", h("p.error-text", null, unavailable(health.error)));
     const v = health.value;
-    const count = (a) => this.sessionCounts?.get(a.agentId) ?? a.sessions?.count ?? 0;
+    const count = (a) => a.sessions?.count ?? 0;
     const agents = (v.agents || []).map((a) => [a.agentId + (a.isDefault ? " (default)" : ""), String(count(a))]);
     return card("Health",
       h("p", null, h("span", { class: v.ok ? "pill ok" : "pill bad" }, v.ok ? "healthy" : "unhealthy"),
@@ -167,5 +162,25 @@ export class StatusView {
       when(j.state?.nextRunAtMs),
       j.state?.lastRunAtMs ? `${relTime(j.state.lastRunAtMs)} · ${j.state.lastStatus || j.state.lastRunStatus || "?"}${j.state.lastError ? `: ${j.state.lastError}` : ""}` : "never",
     ])));
+  }
+
+  usageCard(usage) {
+    if (!usage.ok) return card("Usage (30 days)", h("p.muted", null, unavailable(usage.error)));
+    const u = usage.value;
+    const t = u.totals || {};
+    const tokens = (n) => (n || 0).toLocaleString();
+    const money = (v) => `$${(v || 0).toFixed(v > 0 && v < 0.01 ? 4 : 2)}`;
+    if (!t.totalTokens) return card("Usage (30 days)", h("p.muted", null, "No model calls in the last 30 days."));
+    const lastDays = (u.daily || []).slice(-7).reverse();
+    return card("Usage (30 days)",
+      kv([
+        ["Cost", money(t.totalCost)],
+        ["Tokens", `${tokens(t.input)} in · ${tokens(t.output)} out · ${tokens(t.cacheRead)} cache read`],
+        ["Unpriced calls", t.missingCostEntries ? `${t.missingCostEntries} (no cost set for the model in models.providers)` : undefined],
+      ]),
+      table(["Model", "Calls", "Tokens", "Cost"], (u.byModel || []).map((m) => [
+        `${m.provider}/${m.model}`, tokens(m.count), tokens(m.totals.totalTokens), money(m.totals.totalCost),
+      ])),
+      table(["Day", "Tokens", "Cost"], lastDays.map((d) => [d.date, tokens(d.totalTokens), money(d.totalCost)])));
   }
 }

@@ -238,9 +238,9 @@ def audit_log(gw: GatewayContext) -> AuditLog:
 
 
 def usage(gw: GatewayContext) -> UsageLedger:
-    from homarus.usage.ledger import UsageLedger
+    from homarus.usage.ledger import UsageLedger, ledger_path
 
-    return UsageLedger(gw.paths.state_dir / "usage" / "usage.sqlite")
+    return UsageLedger(ledger_path(gw.paths.state_dir))
 
 
 def raw_stream_log(gw: GatewayContext) -> AuditLog:
