@@ -97,6 +97,8 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("web.login.wait", _P + "web_login:web_login_wait", ADMIN, "WebLoginWaitParams", advertised=False),
     _M("mcp.status", _P + "mcp:mcp_status", READ),
     _M("usage.status", _P + "usage:usage_status", READ),
+    _M("commands.list", _P + "commands:commands_list", READ, "ListParams"),
+    _M("users.list", _C + "users_list", READ),
     _M("usage.cost", _P + "usage:usage_cost", READ, "CostParams"),
     _M("models.list", _P + "models:models_list", READ, "ListParams"),
     _M("node.list", _P + "nodes:node_list", READ),

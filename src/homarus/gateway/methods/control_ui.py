@@ -385,6 +385,11 @@ async def prefs_get(call: MethodCall, p: PrefsParams) -> dict[str, Any]:
     return {"status": "ok", "entries": {}}
 
 
+async def users_list(call: MethodCall, p: Params) -> dict[str, Any]:
+    """A single-user gateway has no user profiles: the original's answer for one, word for word."""
+    return {"profiles": []}
+
+
 async def groups_list(call: MethodCall, p: Params) -> dict[str, Any]:
     return {"groups": [], "sectionOrder": []}
 

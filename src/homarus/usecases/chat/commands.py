@@ -10,6 +10,7 @@ else gets a short refusal (these change what the agent does for everyone sharing
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
 from homarus.errors import HomarusError
@@ -24,13 +25,33 @@ if TYPE_CHECKING:
     from homarus.providers.registry import ModelRegistry
     from homarus.sessions.manager import SessionManager
 
-__all__ = ["OWNER_COMMANDS", "ChannelCommands", "CommandsHost"]
+__all__ = ["CHAT_COMMANDS", "OWNER_COMMANDS", "ChannelCommands", "ChatCommand", "CommandsHost"]
 
-OWNER_COMMANDS: Final = frozenset({"new", "reset", "status", "model", "stop", "approve", "help"})
-HELP: Final = (
-    "Commands (owner only):\n/new — start a new conversation\n/status — this session\n"
-    "/model [provider/model] — show or set the model\n/stop — stop the current reply\n"
-    "/approve [id decision] — pending tool approvals"
+
+@dataclass(frozen=True, slots=True)
+class ChatCommand:
+    name: str
+    description: str
+    #: what follows the name, as ``/help`` shows it ("" when it takes nothing)
+    args: str = ""
+    #: the original's catalog group (``commands.list``)
+    category: str = "session"
+    listed: bool = True
+
+
+#: the chat commands, in ``/help``'s order (``commands.list`` answers the same table)
+CHAT_COMMANDS: Final = (
+    ChatCommand("new", "start a new conversation"),
+    ChatCommand("reset", "start a new conversation", listed=False),
+    ChatCommand("status", "this session", category="status"),
+    ChatCommand("model", "show or set the model", "[provider/model]", "options"),
+    ChatCommand("stop", "stop the current reply"),
+    ChatCommand("approve", "pending tool approvals", "[id decision]", "management"),
+    ChatCommand("help", "these commands", category="status", listed=False),
+)
+OWNER_COMMANDS: Final = frozenset(c.name for c in CHAT_COMMANDS)
+HELP: Final = "Commands (owner only):\n" + "\n".join(
+    f"/{c.name}{' ' + c.args if c.args else ''} — {c.description}" for c in CHAT_COMMANDS if c.listed
 )
 NOT_OWNER: Final = "That command is for my owner."
 
