@@ -98,6 +98,8 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("mcp.status", _P + "mcp:mcp_status", READ),
     _M("usage.status", _P + "usage:usage_status", READ),
     _M("commands.list", _P + "commands:commands_list", READ, "ListParams"),
+    _M("hooks.status", _P + "hooks:hooks_status", READ, "StatusParams"),
+    _M("audit.activity.list", _P + "audit:activity_list", READ, "ActivityParams"),
     _M("users.list", _C + "users_list", READ),
     _M("usage.cost", _P + "usage:usage_cost", READ, "CostParams"),
     _M("models.list", _P + "models:models_list", READ, "ListParams"),
@@ -105,6 +107,8 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("node.describe", _P + "nodes:node_describe", READ, "DescribeParams"),
     _M("node.pair.list", _P + "nodes:node_pair_list", PAIRING),
     _M("exec.approvals.get", _P + "exec_approvals:approvals_get", ADMIN),
+    _M("exec.approval.grants.list", _P + "exec_approvals:grants_list", APPROVALS, "GrantsListParams"),
+    _M("exec.approval.grants.revoke", _P + "exec_approvals:grant_revoke", APPROVALS, "GrantRevokeParams"),
     # the original's Control UI (methods/control_ui.py: Homarus's data, or the empty shape of a
     # feature Homarus does not have; docs/openclaw-compat.md)
     _M("agents.list", _C + "agents_list", READ),

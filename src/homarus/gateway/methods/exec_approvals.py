@@ -194,3 +194,22 @@ async def approvals_get(call: MethodCall, p: Params) -> dict[str, Any]:
         "hash": hashlib.sha256(raw).hexdigest(),
         "resolvedDefaults": {**defaults, "autoAllowSkills": False},
     }
+
+
+class GrantsListParams(Params):
+    limit: int | None = Field(default=None, ge=1, le=500)
+
+
+class GrantRevokeParams(Params):
+    grant_id: str = Field(alias="grantId", min_length=1, max_length=256)
+
+
+async def grants_list(call: MethodCall, p: GrantsListParams) -> dict[str, Any]:
+    """The original's standing grants are minted for one cron job's command by an approval; Homarus
+    mints none (an allow-always decision goes to the exec approvals file, ``exec.approvals.get``),
+    so there are none to list."""
+    return {"grants": []}
+
+
+async def grant_revoke(call: MethodCall, p: GrantRevokeParams) -> dict[str, Any]:
+    return {"outcome": "not-found"}
