@@ -27,18 +27,18 @@ NOT_SENT: dict[str, tuple[str, frozenset[str]]] = {
         frozenset({".agents[].heartbeat", "configReload", "modelRuntime", "plugins"}),
     ),
     "status": (
-        "v4 process diagnostics (memory, worker pools, shutdown budget), the original's task "
-        "runtime, and session paths per agent are not reported",
+        "v4 process diagnostics the Node.js runtime has and CPython does not (heap figures, worker "
+        "pools, shutdown budget) and the original's task runtime are not reported",
         frozenset(
             {
                 "degradedPlugins",
                 "degradedSecretOwners",
                 "hostDesktop",
                 "modelRuntime",
-                "pid",
-                "processMemory",
-                "sessions.byAgent[].path",
-                "sessions.byAgent[].recent",
+                "processMemory.arrayBuffersBytes",
+                "processMemory.externalBytes",
+                "processMemory.heapTotalBytes",
+                "processMemory.heapUsedBytes",
                 "shutdownBudget",
                 "taskAudit",
                 "tasks",

@@ -28,6 +28,7 @@ SCHEMAS = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "opencl
 SCHEMA_NAMES = {
     "agent.identity.get": "AgentIdentityParamsSchema",
     "sessions.github.options": "SessionGitHubOptionsParamsSchema",
+    "tools.github.status": "ToolsGitHubStatusParamsSchema",
 }
 
 

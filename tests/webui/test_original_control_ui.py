@@ -143,3 +143,129 @@ def test_the_originals_control_ui_chats_with_homarus(browser: Browser, tmp_path:
             context.close()
     failed = [f"{c['method']}: {(c.get('error') or {}).get('message')}" for c in calls.values() if c.get("ok") is False]
     assert len(calls) > 20 and failed == []
+
+
+#: every view of the original's Control UI 2026.9.6 (its router's table, ``control-ui-core``)
+VIEWS = [
+    "/chat/main",
+    "/terminal",
+    "/dashboard",
+    "/dashboards",
+    "/custodian",
+    "/new",
+    "/activity",
+    "/meetings",
+    "/apps",
+    "/portals",
+    "/agents",
+    "/settings/agents",
+    "/settings/channels",
+    "/settings/connection",
+    "/settings/general",
+    "/settings/profile",
+    "/settings/communications",
+    "/settings/appearance",
+    "/settings/lobsterdex",
+    "/settings/device",
+    "/settings/device/permissions",
+    "/settings/notifications",
+    "/settings/security",
+    "/settings/secrets",
+    "/settings/advanced",
+    "/settings/approvals",
+    "/settings/automation",
+    "/settings/mcp",
+    "/settings/memory",
+    "/settings/search",
+    "/settings/talk",
+    "/settings/infrastructure",
+    "/settings/labs",
+    "/settings/updates",
+    "/settings/about",
+    "/settings/ai-agents",
+    "/settings/model-setup",
+    "/settings/model-providers",
+    "/memory-import",
+    "/workboard",
+    "/worktrees",
+    "/sessions",
+    "/systems",
+    "/usage",
+    "/debug",
+    "/logs",
+    "/skills/workshop",
+    "/skills",
+    "/settings/skills",
+    "/plugins",
+    "/settings/plugins",
+    "/automations",
+    "/tasks",
+    "/settings/devices",
+    "/settings/cloud-workers",
+]
+
+
+@pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+def test_every_view_of_the_originals_control_ui_loads_without_a_method_error(
+    browser: Browser, tmp_path: Path, ui_origin: str
+) -> None:
+    """Each of the UI's 55 views, reached through its own router as a click would, against a Homarus
+    with a session, a cron job and usage on record: no method answers an error, no view throws."""
+    config = {
+        "gateway": {"controlUi": {"allowedOrigins": [ui_origin]}},
+        "models": {"providers": {"test": {"api": "scripted", "models": [{"id": "m", "name": "Scripted"}]}}},
+        "agents": {"defaults": {"model": {"primary": "test/m"}, "heartbeat": {"every": "0m"}}},
+    }
+    with served(tmp_path, config) as gw:
+        _seed(gw.port)
+        pending: set[str] = set()
+        failed: list[str] = []
+        thrown: list[str] = []
+        where = {"view": "start"}
+
+        def watch(ws: WebSocket) -> None:
+            def sent(payload: str | bytes) -> None:
+                frame = json.loads(payload)
+                if frame.get("type") == "req":
+                    pending.add(frame["id"])
+                    calls[frame["id"]] = frame["method"]
+
+            def received(payload: str | bytes) -> None:
+                frame = json.loads(payload)
+                if frame.get("type") == "res" and frame.get("id") in calls:
+                    pending.discard(frame["id"])
+                    if frame.get("ok") is False:
+                        error = (frame.get("error") or {}).get("message")
+                        failed.append(f"{where['view']}: {calls[frame['id']]}: {error}")
+
+            ws.on("framesent", sent)
+            ws.on("framereceived", received)
+
+        calls: dict[str, str] = {}
+        context = browser.new_context(viewport={"width": 1280, "height": 800})
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.on("websocket", watch)
+            page.on("pageerror", lambda exc: thrown.append(f"{where['view']}: {exc}"))
+            page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{gw.port}&token={TEST_TOKEN}")
+            page.get_by_role("button", name="Switch to").first.click()
+            page.get_by_placeholder("Message", exact=False).first.wait_for()
+            for view in VIEWS:
+                where["view"] = view
+                before = len(calls)
+                page.evaluate(
+                    "h => { history.pushState({}, '', h); dispatchEvent(new PopStateEvent('popstate', {state: {}})); }",
+                    view,
+                )
+                page.wait_for_timeout(400)
+                for _ in range(40):  # settled: every request of the view answered, nothing new for 300 ms
+                    seen = len(calls)
+                    page.wait_for_timeout(300)
+                    if not pending and len(calls) == seen:
+                        break
+                assert len(calls) >= before
+        finally:
+            context.close()
+    assert len(calls) > 100, len(calls)  # the views did ask (the tour is not vacuous)
+    assert failed == [] and thrown == [], "\n".join(failed + thrown)

@@ -55,9 +55,24 @@ class SkillState:
             "origin": self.skill.origin,
             "filePath": str(self.skill.file),
             "baseDir": str(self.skill.base_dir),
-            "requirements": meta.requires.model_dump(mode="json"),
+            "requirements": {**meta.requires.model_dump(mode="json"), "anyBins": []},
             **self.gate.to_json(),
+            # the original's catalog fields: Homarus skills have no alternative binaries, agent
+            # filters or installers of their own (``homarus skills install`` fetches whole skills)
+            "bundled": self.skill.source == "bundled",
+            "always": False,
+            "blockedByAgentFilter": False,
+            "platformIncompatible": bool(self.gate.missing.get("os")),
+            "modelVisible": self.gate.eligible,
+            "userInvocable": False,
+            "commandVisible": False,
+            "configChecks": [
+                {"path": path, "satisfied": path not in self.gate.missing.get("config", [])}
+                for path in meta.requires.config
+            ],
+            "install": [],
         }
+        out["missing"] = {**self.gate.missing, "anyBins": []}
         if meta.homepage:
             out["homepage"] = meta.homepage
         if meta.emoji:

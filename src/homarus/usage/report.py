@@ -20,7 +20,7 @@ from typing import Any
 from homarus.errors import InvalidRequest
 from homarus.usage.ledger import HOUR_MS, Row
 
-__all__ = ["DateRange", "cost_summary", "date_range", "empty_totals"]
+__all__ = ["DateRange", "cost_summary", "date_range", "empty_totals", "sessions_usage"]
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 3650
@@ -199,4 +199,69 @@ def cost_summary(rows: list[Row], period: DateRange, *, updated_at: int) -> dict
             for (a, k, c), g in sessions[:MAX_SESSIONS]
         ],
         "sessionCount": len(sessions),
+    }
+
+
+def sessions_usage(
+    rows: list[Row], period: DateRange, *, updated_at: int, limit: int, key: str | None = None
+) -> dict[str, Any]:
+    """The ``sessions.usage`` answer: each session's totals and days, costliest first, with the
+    same aggregates as :func:`cost_summary` in the original's layout (message and tool counts
+    are not in the ledger: left at zero rather than guessed)."""
+    first_hour, last_hour = -(-period.start_ms // HOUR_MS), period.end_ms // HOUR_MS
+    rows = [r for r in rows if first_hour <= r.hour <= last_hour and (key is None or r.session_key == key)]
+    by_session: dict[tuple[str, str], list[Row]] = {}
+    for r in rows:
+        by_session.setdefault((r.agent_id, r.session_key), []).append(r)
+    sessions: list[dict[str, Any]] = []
+    for (agent, session), own in by_session.items():
+        totals = empty_totals()
+        for r in own:
+            _add(totals, r)
+        days = _grouped(own, lambda r: (period.day_of(r.hour),))
+        models = _grouped(own, lambda r: (period.day_of(r.hour), r.provider, r.model))
+        last = max(r.hour for r in own)
+        usage: dict[str, Any] = {
+            **totals,
+            "firstActivity": min(r.hour for r in own) * HOUR_MS,
+            "lastActivity": last * HOUR_MS,
+            "dailyBreakdown": [
+                {"date": d, "tokens": g["totals"]["totalTokens"], "cost": g["totals"]["totalCost"]}
+                for (d,), g in sorted(days.items())
+            ],
+            "dailyModelUsage": [
+                {"date": d, "provider": pr, "model": m, "tokens": g["totals"]["totalTokens"]}
+                | {"cost": g["totals"]["totalCost"], "count": g["calls"]}
+                for (d, pr, m), g in sorted(models.items())
+            ],
+        }
+        channel = next((r.channel for r in own if r.channel), None)
+        sessions.append(
+            {"key": session, "agentId": agent, "updatedAt": last * HOUR_MS, "channel": channel, "usage": usage}
+        )
+    sessions.sort(key=lambda s: (-s["usage"]["totalCost"], -s["usage"]["totalTokens"]))
+    summary = cost_summary(rows, period, updated_at=updated_at)
+    daily = [{"date": d["date"], "tokens": d["totalTokens"], "cost": d["totalCost"]} for d in summary["daily"]]
+    aggregates = {
+        "sessionCount": len(sessions),
+        "messages": {"total": 0, "user": 0, "assistant": 0, "toolCalls": 0, "toolResults": 0, "errors": 0},
+        "tools": {"totalCalls": 0, "uniqueTools": 0, "tools": []},
+        "byModel": summary["byModel"],
+        "byProvider": summary["byProvider"],
+        "byAgent": summary["byAgent"],
+        "byChannel": summary["byChannel"],
+        "byCreator": [],
+        "costDaily": summary["daily"],
+        "dailyLatency": [],
+        "modelDaily": [u for s in sessions for u in s["usage"]["dailyModelUsage"]],
+        "daily": [d | {"messages": 0, "toolCalls": 0, "errors": 0} for d in daily],
+    }
+    return {
+        "updatedAt": updated_at,
+        "startDate": summary["startDate"],
+        "endDate": summary["endDate"],
+        "sessions": sessions[:limit],
+        "totals": summary["totals"],
+        "aggregates": aggregates,
+        "creatorOptions": [],
     }

@@ -20,6 +20,7 @@ __all__ = ["CORE_METHODS", "register_core_methods"]
 
 _M = LazyMethod
 _C = "homarus.gateway.methods.control_ui:"
+_V = "homarus.gateway.methods.ui_views:"
 _P = __name__ + "."
 
 CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
@@ -27,6 +28,8 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("system-presence", _P + "health:system_presence", READ),
     _M("status", _P + "status:status", READ, "StatusParams"),
     _M("config.get", _P + "config:config_get", READ),
+    _M("config.schema", _P + "config:config_schema", READ),
+    _M("config.schema.lookup", _P + "config:config_schema_lookup", READ, "SchemaLookupParams"),
     _M("config.set", _P + "config:config_set", ADMIN, "ConfigWriteParams"),
     _M("config.apply", _P + "config:config_apply", ADMIN, "ConfigApplyParams"),
     _M("config.patch", _P + "config:config_patch", ADMIN, "ConfigPatchParams"),
@@ -102,6 +105,7 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("audit.activity.list", _P + "audit:activity_list", READ, "ActivityParams"),
     _M("users.list", _C + "users_list", READ),
     _M("usage.cost", _P + "usage:usage_cost", READ, "CostParams"),
+    _M("sessions.usage", _P + "usage:sessions_usage_", READ, "SessionsParams"),
     _M("models.list", _P + "models:models_list", READ, "ListParams"),
     _M("node.list", _P + "nodes:node_list", READ),
     _M("node.describe", _P + "nodes:node_describe", READ, "DescribeParams"),
@@ -146,6 +150,19 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("sessions.catalog.list", _C + "catalog_list", READ, "CatalogParams"),
     _M("environments.list", _C + "environments_list", READ, "EnvironmentsParams"),
     _M("plugins.catalog.browse", _C + "plugins_catalog_browse", READ, "BrowseParams"),
+    _M("themes.list", _V + "themes_list", READ),
+    _M("tools.github.status", _V + "github_status", READ, "GitHubParams"),
+    _M("approval.history", _V + "approval_history", APPROVALS, "HistoryParams"),
+    _M("doctor.memory.status", _V + "memory_doctor_status", READ, "AgentParams"),
+    _M("webSearch.status", _V + "web_search_status", READ, "WebSearchParams"),
+    _M("migrations.memory.plan", _V + "memory_migration_plan", ADMIN, "MigrationParams"),
+    _M("worktrees.list", _V + "worktrees_list", READ),
+    _M("transcripts.list", _V + "transcripts_list", READ, "TranscriptsParams"),
+    _M("skills.library.list", _V + "skills_library", READ, "LibraryParams"),
+    _M("skills.proposals.list", _V + "skills_proposals", READ, "AgentParams"),
+    _M("skills.search", _V + "skills_search", READ, "SearchParams"),
+    _M("diagnostics.lanes", _V + "diagnostics_lanes", READ),
+    _M("artifacts.list", _V + "artifacts_list", READ, "ArtifactsParams"),
     _M("device.pair.list", _P + "devices:pair_list", PAIRING),
     _M("device.pair.approve", _P + "devices:pair_approve", PAIRING, "RequestParams"),
     _M("device.pair.reject", _P + "devices:pair_reject", PAIRING, "RequestParams"),

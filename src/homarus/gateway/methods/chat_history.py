@@ -85,6 +85,10 @@ def _wire(row: HistoryEntry, max_chars: int) -> dict[str, Any] | None:
         meta["id"] = row.entry_id
     if row.run_id and out.get("role") == "user":
         out["idempotencyKey"] = meta["idempotencyKey"] = row.run_id
+    elif row.run_id:
+        # the run that wrote it: the original's UI merges the reply it streamed with this stored
+        # one by it (without, every reply shows twice)
+        meta["runId"] = row.run_id
     out["__openclaw"] = meta
     return out
 

@@ -6,11 +6,14 @@ rule (no lost updates between two editors) and a budget of 3 writes per 60 s per
 
 from __future__ import annotations
 
+import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import json5
 from pydantic import Field
 
+from homarus import __version__
 from homarus.config.loader import load_config
 from homarus.config.redact import redact, redact_text
 from homarus.config.store import ConfigStore, WriteResult
@@ -163,3 +166,25 @@ async def config_patch(call: MethodCall, params: ConfigWriteParams) -> dict[str,
 
 async def second_connect(call: MethodCall, params: AnyParams) -> None:
     raise InvalidRequest("connect is only valid as the first request")
+
+
+class SchemaLookupParams(Params):
+    path: str = Field(max_length=512)
+
+
+async def config_schema(call: MethodCall, p: EmptyParams) -> dict[str, Any]:
+    """The config file's JSON Schema (built on the first ask, in a worker thread: ~0.3 s)."""
+    from homarus.config.json_schema import config_json_schema
+
+    schema = await asyncio.to_thread(config_json_schema)
+    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return {"schema": schema, "uiHints": {}, "version": __version__, "generatedAt": now}
+
+
+async def config_schema_lookup(call: MethodCall, p: SchemaLookupParams) -> dict[str, Any]:
+    from homarus.config.json_schema import lookup
+
+    found = await asyncio.to_thread(lookup, p.path.strip())
+    if found is None:
+        raise InvalidRequest("config schema path not found", details={"path": p.path})
+    return found

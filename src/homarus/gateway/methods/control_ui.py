@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
 import time
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from homarus.errors import NotFound
 from homarus.gateway.router import MethodCall, Params
+from homarus.gateway.services.health import process_memory
 from homarus.protocol.compat import compat_params
 
 __all__: list[str] = []
@@ -306,7 +309,57 @@ async def system_info(call: MethodCall, p: Params) -> dict[str, Any]:
         "pid": os.getpid(),
         "uptimeMs": call.gateway.uptime_ms(),
         "cpuCount": os.cpu_count(),
+        "cpuModel": _cpu_model(),
         "loadAverage": list(os.getloadavg()),
+        "osLabel": f"{uname.system} {uname.release}",
+        "pythonVersion": platform.python_version(),
+        "processInstanceId": call.gateway.boot_id,
+        "eventLoop": call.gateway.loop_health.snapshot(),
+        "processMemory": process_memory(),
+        **_memory(),
+        **_disk(call.gateway.paths.state_dir),
+        "defaultAgentUtilityModel": {"status": "unavailable"},
+    }
+
+
+def _cpu_model() -> str | None:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _memory() -> dict[str, int]:
+    """Total and available memory from ``/proc/meminfo`` (empty elsewhere)."""
+    fields: dict[str, int] = {}
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                if name in ("MemTotal", "MemAvailable"):
+                    fields[name] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return {}
+    if len(fields) != 2:
+        return {}
+    return {"memoryTotalBytes": fields["MemTotal"], "memoryFreeBytes": fields["MemAvailable"]}
+
+
+def _disk(state_dir: Path) -> dict[str, Any]:
+    """The disk holding the state directory (where sessions, transcripts and the ledger grow)."""
+    try:
+        usage = shutil.disk_usage(state_dir)
+    except OSError:
+        return {"disks": []}
+    return {
+        "disks": [{"path": str(state_dir), "totalBytes": usage.total, "availableBytes": usage.free}],
+        "diskTotalBytes": usage.total,
+        "diskAvailableBytes": usage.free,
+        "diskPath": str(state_dir),
     }
 
 

@@ -15,7 +15,8 @@ from pydantic import Field
 
 from homarus.errors import InvalidRequest
 from homarus.gateway.router import MethodCall, Params
-from homarus.usage.report import MAX_DAYS, cost_summary, date_range
+from homarus.protocol.compat import compat_params
+from homarus.usage.report import MAX_DAYS, DateRange, cost_summary, date_range, sessions_usage
 
 __all__: list[str] = []
 
@@ -34,14 +35,31 @@ class CostParams(Params):
     agent_scope: Literal["all"] | None = Field(default=None, alias="agentScope")
 
 
-async def usage_cost(call: MethodCall, p: CostParams) -> dict[str, Any]:
+@compat_params(
+    inert={
+        "groupBy": "a session's usage is kept under its key whatever its session ids: rows are families already",
+        "includeHistorical": "a session's usage is kept under its key whatever its session ids",
+        "includeContextWeight": "context weights are not kept in the usage ledger",
+        "creatorKey": "a single-user gateway: every session has the one creator",
+    }
+)
+class SessionsParams(CostParams):
+    key: str | None = Field(default=None, min_length=1, max_length=512)
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+def _agent(call: MethodCall, p: CostParams) -> str | None:
     gw = call.gateway
     if p.agent_scope == "all" and p.agent_id is not None:
         raise InvalidRequest("agentScope=all cannot be combined with agentId")
     agent = None if p.agent_scope == "all" else (p.agent_id or gw.config.agents.default_id)
     if agent is not None and agent not in gw.config.agents.ids:
         raise InvalidRequest(f'unknown agent id "{agent}"')
-    period = date_range(
+    return agent
+
+
+def _period(p: CostParams) -> DateRange:
+    return date_range(
         days=p.days,
         range_=p.range,
         start_date=p.start_date,
@@ -50,10 +68,21 @@ async def usage_cost(call: MethodCall, p: CostParams) -> dict[str, Any]:
         time_zone=p.time_zone,
         utc_offset=p.utc_offset,
     )
-    rows = await asyncio.to_thread(gw.usage.rows, period.start_ms, period.end_ms, agent)
+
+
+async def usage_cost(call: MethodCall, p: CostParams) -> dict[str, Any]:
+    agent, period = _agent(call, p), _period(p)
+    rows = await asyncio.to_thread(call.gateway.usage.rows, period.start_ms, period.end_ms, agent)
     summary = cost_summary(rows, period, updated_at=int(time.time() * 1000))
     summary["agentScope"] = "all" if agent is None else agent
     return summary
+
+
+async def sessions_usage_(call: MethodCall, p: SessionsParams) -> dict[str, Any]:
+    """``sessions.usage``: each session's tokens and cost over the period (the Usage view)."""
+    agent, period = _agent(call, p), _period(p)
+    rows = await asyncio.to_thread(call.gateway.usage.rows, period.start_ms, period.end_ms, agent)
+    return sessions_usage(rows, period, updated_at=int(time.time() * 1000), limit=p.limit, key=p.key)
 
 
 async def usage_status(call: MethodCall, p: Params) -> dict[str, Any]:
