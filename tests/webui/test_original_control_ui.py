@@ -134,6 +134,11 @@ def test_the_originals_control_ui_chats_with_homarus(browser: Browser, tmp_path:
             box.fill("lobster check")  # then a plain message and its streamed echo
             box.press("Enter")
             page.get_by_text("lobster check").nth(1).wait_for()  # the echo, below the user's own bubble
+            # the streamed reply and the stored one are merged by their runId: each reply shows once
+            page.wait_for_timeout(2000)
+            assert page.get_by_role("paragraph").filter(has_text="the file is there").count() == 1
+            # the message and its echo, no third (a screen-reader announcement aside)
+            assert page.get_by_role("paragraph").filter(has_text="lobster check").count() == 2
             for view in ("Agents", "Dashboards", "Systems", "Automations", "Plugins"):  # each main view
                 page.get_by_text(view, exact=True).first.click()
                 page.wait_for_timeout(1500)
