@@ -193,6 +193,7 @@ NOT_SENT: dict[str, tuple[str, frozenset[str]]] = {
 }
 
 
+@pytest.mark.timeout(400)  # ten runs of the original's Node.js CLI, 2-5 s each here, more under load
 @pytest.mark.skipif(available() is not None, reason=available() or "")
 def test_the_originals_cli_gets_answers_of_the_originals_shape(tmp_path: Path) -> None:
     recorded: dict[str, Any] = json.loads(RECORDED.read_text())["answers"]
