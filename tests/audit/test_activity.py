@@ -59,3 +59,14 @@ def test_pages_follow_the_cursor_and_filters_apply() -> None:
     assert {e["runId"] for e in ops} == {"r2"}
     timed, _ = activity_events(trail(), ActivityFilter(after=1003, before=1005), limit=50, cursor=None)
     assert [e["occurredAt"] for e in timed] == [1004]
+
+
+def test_a_record_as_a_line_of_the_originals_log_format() -> None:
+    """The original's Control UI reads time, _meta.logLevelName and message of each logs.tail line."""
+    from homarus.audit.summary import as_log_line
+
+    ok = as_log_line({"ts": 1_795_000_000_123, "type": "run.end", "runId": "r1", "status": "ok", "durationMs": 5})
+    assert ok["time"] == "2026-11-18T11:06:40.123+00:00" and ok["_meta"]["logLevelName"] == "INFO"
+    assert ok["message"].startswith("run.end") and "r1" in ok["message"] and ok["status"] == "ok"
+    blocked = as_log_line({"ts": 0, "type": "tool.call", "tool": "exec", "decision": "blocked:policy"})
+    assert blocked["_meta"]["logLevelName"] == "WARN" and "exec blocked:policy" in blocked["message"]

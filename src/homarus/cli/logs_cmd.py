@@ -29,26 +29,10 @@ def add_logs_parser(p: argparse.ArgumentParser) -> None:
 
 
 def _line(r: dict[str, Any]) -> str:
+    from homarus.audit.summary import describe
+
     ts = datetime.fromtimestamp(int(r.get("ts", 0)) / 1000).strftime("%Y-%m-%d %H:%M:%S")
-    kind = str(r.get("type") or r.get("event") or "?")
-    run = str(r.get("runId", ""))[:36]
-    if kind == "run.start":
-        origin = r.get("origin") or {}
-        who = origin.get("clientId") or origin.get("path") or origin.get("jobId") or origin.get("kind") or "-"
-        what = f"{r.get('sessionKey')} trigger={r.get('trigger')} by={who}"
-    elif kind == "model.call":
-        usage = r.get("usage") or {}
-        what = f"{r.get('provider')}/{r.get('model')} {r.get('durationMs')}ms stop={r.get('stopReason')}"
-        what += f" tokens={usage.get('input', '?')}/{usage.get('output', '?')}"
-    elif kind == "tool.call":
-        by = f" by={r['by']}" if r.get("by") else ""
-        what = f"{r.get('tool')} {r.get('decision')}{by} {r.get('status')} {r.get('durationMs')}ms"
-        what += f" args={json.dumps(r.get('args'), ensure_ascii=False)[:200]}"
-    elif kind == "run.end":
-        what = f"{r.get('status')} {r.get('durationMs')}ms" + (f" error={r['error']}" if r.get("error") else "")
-    else:
-        what = json.dumps({k: v for k, v in r.items() if k not in ("ts", "runId")}, ensure_ascii=False)[:300]
-    return f"{ts} {kind:<10} {run} {what}"
+    return f"{ts} {describe(r)}"
 
 
 def run_logs(args: argparse.Namespace, paths: StatePaths) -> int:

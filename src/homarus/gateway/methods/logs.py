@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from homarus.audit.log import read_records
+from homarus.audit.summary import as_log_line
 from homarus.errors import Forbidden
 from homarus.gateway.router import MethodCall, Params
 from homarus.security.scopes import ADMIN
@@ -34,7 +35,8 @@ async def logs_tail(call: MethodCall, p: TailParams) -> dict[str, Any]:
     tail = await asyncio.to_thread(
         read_records, directory, limit=p.limit, run_id=p.run_id, cursor=p.cursor, prefix=p.log
     )
-    lines = [json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in tail.records]
+    # each line also in the original's log format (its Logs view reads time, level and message)
+    lines = [json.dumps(as_log_line(r), ensure_ascii=False, separators=(",", ":")) for r in tail.records]
     records, truncated = tail.records, tail.truncated
     if p.max_bytes is not None:
         kept, used = 0, 0
