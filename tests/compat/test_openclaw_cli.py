@@ -187,8 +187,8 @@ NOT_SENT: dict[str, tuple[str, frozenset[str]]] = {
         ),
     ),
     "cron.add": (
-        "v4 additions to the answer (config revision, delivery preview, top-level nextRunAtMs)",
-        frozenset({"configRevision", "deliveryPreview", "nextRunAtMs"}),
+        "v4 additions to the answer (delivery preview, top-level nextRunAtMs)",
+        frozenset({"deliveryPreview", "nextRunAtMs"}),
     ),
 }
 

@@ -8,10 +8,13 @@ this layer cannot make (known agent ids, model refs).
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import uuid
 from collections.abc import Callable, Collection
 from typing import Any, Literal
 
+import orjson
 from pydantic import ValidationError
 
 from homarus.cron.models import CronJob, JobCreate
@@ -21,7 +24,7 @@ from homarus.cron.scheduler import CronScheduler
 from homarus.cron.store import CronStore
 from homarus.errors import InvalidRequest
 
-__all__ = ["CronService"]
+__all__ = ["CronService", "config_revision", "read_view"]
 
 #: fields a patch may set; ``payload`` and ``delivery`` merge one level deep when the kind stays
 PATCHABLE = frozenset(
@@ -82,7 +85,7 @@ class CronService:
         return out
 
     def get(self, job_id: str) -> dict[str, Any]:
-        return self.store.get(job_id).to_json()
+        return read_view(self.store.get(job_id))
 
     def list_jobs(
         self,
@@ -121,7 +124,7 @@ class CronService:
         page = jobs[offset : offset + limit]
         has_more = offset + len(page) < len(jobs)
         return {
-            "jobs": [j.to_json() for j in page],
+            "jobs": [read_view(j) for j in page],
             "snapshotRevision": self.snapshot_revision(),
             "total": len(jobs),
             "offset": offset,
@@ -200,10 +203,23 @@ class CronService:
         self.scheduler.reschedule(job)
         await self.store.persist()
         self._changed("added", job)
-        return job.to_json()
+        return read_view(job)
 
-    async def update(self, job_id: str, patch: dict[str, Any]) -> dict[str, Any]:
+    async def update(
+        self, job_id: str, patch: dict[str, Any], *, expected_revision: str | None = None
+    ) -> dict[str, Any]:
+        """Patch a job; with ``expected_revision`` (its ``configRevision`` as the caller read it),
+        only if nobody changed its definition since (an editor's save does not undo another's)."""
         job = self.store.get(job_id)
+        if expected_revision is not None and (actual := config_revision(job)) != expected_revision:
+            raise InvalidRequest(
+                "cron job definition no longer matches the loaded version; review the latest version before retrying",
+                details={
+                    "code": "CRON_JOB_CHANGED",
+                    "expectedConfigRevision": expected_revision,
+                    "actualConfigRevision": actual,
+                },
+            )
         unknown = sorted(set(patch) - PATCHABLE)
         if unknown:
             raise InvalidRequest(f"cron.update: these fields cannot be patched: {', '.join(unknown)}")
@@ -239,7 +255,7 @@ class CronService:
             self.scheduler.poke()
         await self.store.persist()
         self._changed("updated", updated)
-        return updated.to_json()
+        return read_view(updated)
 
     async def remove(self, job_id: str) -> dict[str, Any]:
         job = self.store.jobs.pop(job_id, None)
@@ -264,3 +280,16 @@ class CronService:
         if job.state.next_run_at_ms is not None and action != "removed":
             event["nextRunAtMs"] = job.state.next_run_at_ms
         self.scheduler.emit(event)
+
+
+def config_revision(job: CronJob) -> str:
+    """Names a job's definition (not its run state, not when it was last touched): an editor sends
+    it back with ``cron.update`` to learn whether someone changed the job meanwhile."""
+    definition = {k: v for k, v in job.to_json().items() if k not in ("state", "updatedAtMs")}
+    digest = hashlib.sha256(orjson.dumps(definition, option=orjson.OPT_SORT_KEYS)).digest()
+    return "sha256:" + base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def read_view(job: CronJob) -> dict[str, Any]:
+    """A job as the methods answer it: its fields and its ``configRevision``."""
+    return {**job.to_json(), "configRevision": config_revision(job)}

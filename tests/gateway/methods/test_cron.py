@@ -302,3 +302,34 @@ async def test_webhook_delivery_posts_the_finished_run(tmp_path: Path) -> None:
     body = json.loads(seen.body)
     assert body["jobId"] == job["id"] and body["status"] == "ok" and body["summary"] == "weekly numbers"
     assert body["sessionKey"] == f"agent:main:cron:{job['id']}"
+
+
+async def test_an_editor_saving_a_job_changed_meanwhile_is_refused(tmp_path: Path) -> None:
+    """The original's Control UI saves with the configRevision it read: a job edited by someone
+    else since is not overwritten, and the answer says which revision is current."""
+    with run_gateway(tmp_path, config=CONFIG) as gw:
+        c = await client(gw)
+        spec = {"name": "edit me", "schedule": {"kind": "every", "everyMs": 3_600_000}}
+        spec |= {"sessionTarget": "main", "payload": {"kind": "systemEvent", "text": "x"}}
+        job = (await c.request("cron.add", spec))["payload"]
+        read = job["configRevision"]
+        assert (
+            read.startswith("sha256:")
+            and (await c.request("cron.get", {"id": job["id"]}))["payload"]["configRevision"] == read
+        )
+        listed = (await c.request("cron.list"))["payload"]["jobs"][0]
+        assert listed["configRevision"] == read
+        first = await c.request(
+            "cron.update", {"id": job["id"], "patch": {"name": "mine"}, "expectedConfigRevision": read}
+        )
+        assert first["ok"] and first["payload"]["configRevision"] != read
+        stale = await c.request(
+            "cron.update", {"id": job["id"], "patch": {"name": "theirs"}, "expectedConfigRevision": read}
+        )
+        assert stale["error"]["details"]["code"] == "CRON_JOB_CHANGED"
+        assert stale["error"]["details"]["actualConfigRevision"] == first["payload"]["configRevision"]
+        assert (await c.request("cron.get", {"id": job["id"]}))["payload"]["name"] == "mine"
+        # a run changes the job's state, not its definition: the revision an editor holds stays good
+        assert (await c.request("cron.run", {"id": job["id"], "wait": True}, timeout=30))["ok"]
+        again = (await c.request("cron.get", {"id": job["id"]}))["payload"]
+        assert again["configRevision"] == first["payload"]["configRevision"]

@@ -93,6 +93,8 @@ class AddParams(Params):
 
 class UpdateParams(_JobRef):
     patch: dict[str, Any]
+    #: the job's ``configRevision`` as the caller read it: refused if the job changed since
+    expected_config_revision: str | None = Field(default=None, alias="expectedConfigRevision", max_length=128)
 
 
 class RemoveParams(_JobRef):
@@ -169,7 +171,7 @@ async def cron_add(call: MethodCall, p: AddParams) -> dict[str, Any]:
 async def cron_update(call: MethodCall, p: UpdateParams) -> dict[str, Any]:
     if not p.patch:
         raise InvalidRequest("cron.update: patch is empty")
-    return await call.gateway.cron.update(p.ref, p.patch)
+    return await call.gateway.cron.update(p.ref, p.patch, expected_revision=p.expected_config_revision)
 
 
 async def cron_remove(call: MethodCall, p: RemoveParams) -> dict[str, Any]:
