@@ -21,6 +21,7 @@ import pytest
 
 from tests.compat.openclaw_cli import PEER_ROOT
 from tests.conftest import TEST_TOKEN
+from tests.waiting import wait_for_sync
 from tests.webui.harness import served
 
 if TYPE_CHECKING:
@@ -274,3 +275,82 @@ def test_every_view_of_the_originals_control_ui_loads_without_a_method_error(
             context.close()
     assert len(calls) > 100, len(calls)  # the views did ask (the tour is not vacuous)
     assert failed == [] and thrown == [], "\n".join(failed + thrown)
+
+
+def _go(page: Any, route: str) -> None:
+    """Navigate inside the UI as a click on one of its links does (its own router, no reload)."""
+    page.evaluate(
+        "h => { history.pushState({}, '', h); dispatchEvent(new PopStateEvent('popstate', {state: {}})); }", route
+    )
+
+
+@pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+def test_an_automation_is_created_paused_edited_and_removed_in_the_originals_ui(
+    browser: Browser, tmp_path: Path, ui_origin: str
+) -> None:
+    """The Automations view's editing flow against Homarus: each step lands in Homarus's job store,
+    the edits go with the job's configRevision, and no call answers an error."""
+    config = {
+        "gateway": {"controlUi": {"allowedOrigins": [ui_origin]}},
+        "agents": {"defaults": {"heartbeat": {"every": "0m"}}},
+    }
+    with served(tmp_path, config) as gw:
+        calls: dict[str, dict[str, Any]] = {}
+
+        def watch(ws: WebSocket) -> None:
+            def sent(payload: str | bytes) -> None:
+                frame = json.loads(payload)
+                if frame.get("type") == "req":
+                    calls[frame["id"]] = {"method": frame["method"], "params": frame.get("params")}
+
+            def received(payload: str | bytes) -> None:
+                frame = json.loads(payload)
+                if frame.get("type") == "res" and frame.get("id") in calls:
+                    calls[frame["id"]].update(ok=frame.get("ok"), error=frame.get("error"))
+
+            ws.on("framesent", sent)
+            ws.on("framereceived", received)
+
+        def jobs() -> list[dict[str, Any]]:
+            path = gw.paths.state_dir / "cron" / "jobs.json"
+            return json.loads(path.read_text())["jobs"] if path.exists() else []
+
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.on("websocket", watch)
+            page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{gw.port}&token={TEST_TOKEN}")
+            page.get_by_role("button", name="Switch to").first.click()
+            page.get_by_placeholder("Message", exact=False).first.wait_for()
+            _go(page, "/automations")
+            page.get_by_role("button", name="New automation").click()
+            page.get_by_placeholder("Describe what OpenClaw should do...").fill("Summarise the news")
+            page.get_by_placeholder("Morning brief").fill("News digest")
+            page.get_by_role("button", name="Create automation").click()
+            page.get_by_text("News digest").first.wait_for()
+
+            def stored(check: Any) -> None:  # the UI may show a change before Homarus has written it
+                wait_for_sync(lambda: (found := jobs()) and check(found), what="the job store")
+
+            stored(lambda js: js[0]["payload"] == {"kind": "agentTurn", "message": "Summarise the news"})
+            page.get_by_role("switch").first.click(force=True)  # pause it
+            page.get_by_text("Paused").first.wait_for()
+            stored(lambda js: js[0]["enabled"] is False)
+            page.get_by_text("News digest").first.click()  # open it, rename, save
+            page.get_by_placeholder("Morning brief").fill("Evening digest")
+            page.get_by_role("button", name="Save changes").click()
+            page.get_by_role("button", name="All automations").click()
+            page.get_by_text("Evening digest").first.wait_for()
+            stored(lambda js: js[0]["name"] == "Evening digest")
+            page.get_by_role("button", name="More actions for Evening digest").first.click()
+            page.get_by_text("Remove", exact=True).last.click()  # the menu's item, then its confirmation
+            page.get_by_role("button", name="Remove", exact=True).last.click()
+            wait_for_sync(lambda: jobs() == [], what="the job removed")
+        finally:
+            context.close()
+    updates = [c for c in calls.values() if c["method"] == "cron.update"]
+    assert len(updates) == 2 and all(c["params"]["expectedConfigRevision"].startswith("sha256:") for c in updates)
+    assert any(c["method"] == "cron.remove" for c in calls.values())
+    failed = [f"{c['method']}: {(c.get('error') or {}).get('message')}" for c in calls.values() if c.get("ok") is False]
+    assert failed == []
