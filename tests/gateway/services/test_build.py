@@ -14,7 +14,7 @@ from homarus.gateway.services.build import SERVICES, LazyServices
 
 def test_every_declared_service_has_a_builder_and_the_context_has_them() -> None:
     declared = set(GatewayServices.__annotations__)
-    assert len(declared) == 26 and declared == set(SERVICES)
+    assert len(declared) == 27 and declared == set(SERVICES)
     assert issubclass(GatewayContext, GatewayServices)
     assert not [name for name in declared if name in LazyServices.__dict__]  # built, never preset
 
