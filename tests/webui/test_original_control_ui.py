@@ -49,6 +49,46 @@ class _Quiet(SimpleHTTPRequestHandler):
         return None
 
 
+class _Calls:
+    """Every request the UI sends over its WebSocket and how it was answered, with the view that
+    was open when it was sent."""
+
+    def __init__(self, page: Any) -> None:
+        self.by_id: dict[str, dict[str, Any]] = {}
+        self.view = "start"
+        page.on("websocket", self._watch)
+
+    def _watch(self, ws: WebSocket) -> None:
+        ws.on("framesent", self._sent)
+        ws.on("framereceived", self._received)
+
+    def _sent(self, payload: str | bytes) -> None:
+        frame = json.loads(payload)
+        if frame.get("type") == "req":
+            self.by_id[frame["id"]] = {"method": frame["method"], "params": frame.get("params"), "view": self.view}
+
+    def _received(self, payload: str | bytes) -> None:
+        frame = json.loads(payload)
+        if frame.get("type") == "res" and frame.get("id") in self.by_id:
+            self.by_id[frame["id"]].update(ok=frame.get("ok"), error=frame.get("error"))
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def pending(self) -> bool:
+        return any("ok" not in c for c in self.by_id.values())
+
+    def of(self, method: str) -> list[dict[str, Any]]:
+        return [c for c in self.by_id.values() if c["method"] == method]
+
+    def failed(self) -> list[str]:
+        return [
+            f"{c['view']}: {c['method']}: {(c.get('error') or {}).get('message')}"
+            for c in self.by_id.values()
+            if c.get("ok") is False
+        ]
+
+
 def _seed(port: int) -> None:
     """A cron job and two sessions besides the main one, made over the protocol as a user would."""
     from tests.wsclient import open_client
@@ -97,27 +137,11 @@ def test_the_originals_control_ui_chats_with_homarus(browser: Browser, tmp_path:
             then="echo",
         )
         _seed(gw.port)
-        calls: dict[str, dict[str, Any]] = {}
-
-        def watch(ws: WebSocket) -> None:
-            def sent(payload: str | bytes) -> None:
-                frame = json.loads(payload)
-                if frame.get("type") == "req":
-                    calls[frame["id"]] = {"method": frame["method"]}
-
-            def received(payload: str | bytes) -> None:
-                frame = json.loads(payload)
-                if frame.get("type") == "res" and frame.get("id") in calls:
-                    calls[frame["id"]].update(ok=frame.get("ok"), error=frame.get("error"))
-
-            ws.on("framesent", sent)
-            ws.on("framereceived", received)
-
         context = browser.new_context(viewport={"width": 1280, "height": 800})
         try:
             page = context.new_page()
             page.set_default_timeout(20_000)
-            page.on("websocket", watch)
+            calls = _Calls(page)
             page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{gw.port}&token={TEST_TOKEN}")
             page.get_by_role("button", name="Switch to").first.click()
             box = page.get_by_placeholder("Message", exact=False).first
@@ -147,8 +171,7 @@ def test_the_originals_control_ui_chats_with_homarus(browser: Browser, tmp_path:
                     page.get_by_text("Morning digest").first.wait_for()  # Homarus's cron job in its table
         finally:
             context.close()
-    failed = [f"{c['method']}: {(c.get('error') or {}).get('message')}" for c in calls.values() if c.get("ok") is False]
-    assert len(calls) > 20 and failed == []
+    assert len(calls) > 20 and calls.failed() == []
 
 
 #: every view of the original's Control UI 2026.9.6 (its router's table, ``control-ui-core``)
@@ -224,57 +247,29 @@ def test_every_view_of_the_originals_control_ui_loads_without_a_method_error(
     }
     with served(tmp_path, config) as gw:
         _seed(gw.port)
-        pending: set[str] = set()
-        failed: list[str] = []
         thrown: list[str] = []
-        where = {"view": "start"}
-
-        def watch(ws: WebSocket) -> None:
-            def sent(payload: str | bytes) -> None:
-                frame = json.loads(payload)
-                if frame.get("type") == "req":
-                    pending.add(frame["id"])
-                    calls[frame["id"]] = frame["method"]
-
-            def received(payload: str | bytes) -> None:
-                frame = json.loads(payload)
-                if frame.get("type") == "res" and frame.get("id") in calls:
-                    pending.discard(frame["id"])
-                    if frame.get("ok") is False:
-                        error = (frame.get("error") or {}).get("message")
-                        failed.append(f"{where['view']}: {calls[frame['id']]}: {error}")
-
-            ws.on("framesent", sent)
-            ws.on("framereceived", received)
-
-        calls: dict[str, str] = {}
         context = browser.new_context(viewport={"width": 1280, "height": 800})
         try:
             page = context.new_page()
             page.set_default_timeout(20_000)
-            page.on("websocket", watch)
-            page.on("pageerror", lambda exc: thrown.append(f"{where['view']}: {exc}"))
+            calls = _Calls(page)
+            page.on("pageerror", lambda exc: thrown.append(f"{calls.view}: {exc}"))
             page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{gw.port}&token={TEST_TOKEN}")
             page.get_by_role("button", name="Switch to").first.click()
             page.get_by_placeholder("Message", exact=False).first.wait_for()
             for view in VIEWS:
-                where["view"] = view
-                before = len(calls)
-                page.evaluate(
-                    "h => { history.pushState({}, '', h); dispatchEvent(new PopStateEvent('popstate', {state: {}})); }",
-                    view,
-                )
+                calls.view = view
+                _go(page, view)
                 page.wait_for_timeout(400)
                 for _ in range(40):  # settled: every request of the view answered, nothing new for 300 ms
                     seen = len(calls)
                     page.wait_for_timeout(300)
-                    if not pending and len(calls) == seen:
+                    if not calls.pending() and len(calls) == seen:
                         break
-                assert len(calls) >= before
         finally:
             context.close()
     assert len(calls) > 100, len(calls)  # the views did ask (the tour is not vacuous)
-    assert failed == [] and thrown == [], "\n".join(failed + thrown)
+    assert calls.failed() == [] and thrown == [], "\n".join(calls.failed() + thrown)
 
 
 def _go(page: Any, route: str) -> None:
@@ -295,21 +290,6 @@ def test_an_automation_is_created_paused_edited_and_removed_in_the_originals_ui(
         "agents": {"defaults": {"heartbeat": {"every": "0m"}}},
     }
     with served(tmp_path, config) as gw:
-        calls: dict[str, dict[str, Any]] = {}
-
-        def watch(ws: WebSocket) -> None:
-            def sent(payload: str | bytes) -> None:
-                frame = json.loads(payload)
-                if frame.get("type") == "req":
-                    calls[frame["id"]] = {"method": frame["method"], "params": frame.get("params")}
-
-            def received(payload: str | bytes) -> None:
-                frame = json.loads(payload)
-                if frame.get("type") == "res" and frame.get("id") in calls:
-                    calls[frame["id"]].update(ok=frame.get("ok"), error=frame.get("error"))
-
-            ws.on("framesent", sent)
-            ws.on("framereceived", received)
 
         def jobs() -> list[dict[str, Any]]:
             path = gw.paths.state_dir / "cron" / "jobs.json"
@@ -319,7 +299,7 @@ def test_an_automation_is_created_paused_edited_and_removed_in_the_originals_ui(
         try:
             page = context.new_page()
             page.set_default_timeout(20_000)
-            page.on("websocket", watch)
+            calls = _Calls(page)
             page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{gw.port}&token={TEST_TOKEN}")
             page.get_by_role("button", name="Switch to").first.click()
             page.get_by_placeholder("Message", exact=False).first.wait_for()
@@ -349,8 +329,7 @@ def test_an_automation_is_created_paused_edited_and_removed_in_the_originals_ui(
             wait_for_sync(lambda: jobs() == [], what="the job removed")
         finally:
             context.close()
-    updates = [c for c in calls.values() if c["method"] == "cron.update"]
+    updates = calls.of("cron.update")
     assert len(updates) == 2 and all(c["params"]["expectedConfigRevision"].startswith("sha256:") for c in updates)
-    assert any(c["method"] == "cron.remove" for c in calls.values())
-    failed = [f"{c['method']}: {(c.get('error') or {}).get('message')}" for c in calls.values() if c.get("ok") is False]
-    assert failed == []
+    assert calls.of("cron.remove")
+    assert calls.failed() == []

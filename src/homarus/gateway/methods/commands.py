@@ -26,7 +26,9 @@ class ListParams(Params):
     include_args: bool | None = Field(default=None, alias="includeArgs")
 
 
-def _entry(name: str, description: str, source: str, category: str | None, args: str) -> dict[str, Any]:
+def _entry(
+    name: str, description: str, source: str, category: str | None, args: str, *, with_args: bool
+) -> dict[str, Any]:
     entry: dict[str, Any] = {
         "name": name,
         "nativeName": name,
@@ -38,19 +40,19 @@ def _entry(name: str, description: str, source: str, category: str | None, args:
     }
     if category is not None:
         entry["category"] = category
+    if with_args and args:
+        entry["args"] = [{"name": "args", "description": args, "type": "string"}]
     return entry
 
 
 async def commands_list(call: MethodCall, p: ListParams) -> dict[str, Any]:
     if p.scope == "native":
         return {"commands": []}
-    out = [_entry(c.name, c.description, "native", c.category, c.args) for c in CHAT_COMMANDS]
+    full = bool(p.include_args)
+    out = [_entry(c.name, c.description, "native", c.category, c.args, with_args=full) for c in CHAT_COMMANDS]
     gw = call.gateway
-    if gw.built("extensions"):  # plugins loaded: their /commands too
+    if gw.built("extensions"):  # plugins loaded: their /commands too (what follows the name is theirs)
         for name, cmd in sorted(gw.plugins.commands.items()):
-            out.append(_entry(name, cmd.description or f"{cmd.plugin_id} command", "plugin", None, "args"))
-    if p.include_args:
-        for entry, command in zip(out, CHAT_COMMANDS, strict=False):
-            if command.args:
-                entry["args"] = [{"name": "args", "description": command.args, "type": "string"}]
+            description = cmd.description or f"{cmd.plugin_id} command"
+            out.append(_entry(name, description, "plugin", None, "", with_args=False) | {"acceptsArgs": True})
     return {"commands": out[:500]}
