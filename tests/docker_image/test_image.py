@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docker_image.conftest import docker, skip_without
+from tests.docker_image.conftest import docker, image_built, skip_without
 
 BASE = os.environ.get("HOMARUS_TEST_BASE_IMAGE", "homarus-base:bookworm")
 
@@ -25,9 +25,13 @@ def test_the_image_builds_runs_as_non_root_and_turns_healthy(request: pytest.Fix
     context: Path = request.getfixturevalue("build_context")
     tag = f"homarus-test:{uuid.uuid4().hex[:8]}"
     offline = "PIP_INSTALL_ARGS=--no-index --find-links /src/.wheels"
-    built = docker("build", "-q", "-t", tag, "--build-arg", f"BASE_IMAGE={BASE}", "--build-arg", offline,
-                   str(context), timeout=1200)  # fmt: skip
-    assert built.returncode == 0, built.stderr[-3000:]
+    with image_built(tag, "--build-arg", f"BASE_IMAGE={BASE}", "--build-arg", offline, str(context),
+                     timeout=1200) as built:  # fmt: skip
+        assert built.returncode == 0, built.stderr[-3000:]
+        _runs_healthy(tag)
+
+
+def _runs_healthy(tag: str) -> None:
     name = f"homarus-test-{uuid.uuid4().hex[:8]}"
     try:
         run = docker("run", "-d", "--name", name, "-p", "127.0.0.1::18789", "--health-interval=1s",
@@ -48,4 +52,3 @@ def test_the_image_builds_runs_as_non_root_and_turns_healthy(request: pytest.Fix
         assert token == "10001 600"
     finally:
         docker("rm", "-f", "-v", name)
-        docker("rmi", "-f", tag)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docker_image.conftest import docker, skip_without
+from tests.docker_image.conftest import docker, image_built, skip_without
 
 BASE = "homarus-systemd-base:bookworm"
 USER_ENV = ["-u", "alice", "-e", "XDG_RUNTIME_DIR=/run/user/1000",
@@ -71,8 +71,12 @@ def test_install_under_real_systemd_survives_kill_and_reboot(request: pytest.Fix
     context: Path = request.getfixturevalue("build_context")
     (context / "Dockerfile.systemd").write_text(DOCKERFILE)
     tag = f"homarus-systemd-test:{uuid.uuid4().hex[:8]}"
-    built = docker("build", "-q", "-t", tag, "-f", str(context / "Dockerfile.systemd"), str(context), timeout=1500)
-    assert built.returncode == 0, built.stderr[-3000:]
+    with image_built(tag, "-f", str(context / "Dockerfile.systemd"), str(context), timeout=1500) as built:
+        assert built.returncode == 0, built.stderr[-3000:]
+        _survives_kill_and_reboot(tag)
+
+
+def _survives_kill_and_reboot(tag: str) -> None:
     name = f"homarus-systemd-{uuid.uuid4().hex[:8]}"
     try:
         # what systemd as PID 1 needs (not --privileged: a nested engine may not grant every capability)
@@ -105,4 +109,3 @@ def test_install_under_real_systemd_survives_kill_and_reboot(request: pytest.Fix
         assert not _status(name).get("health")
     finally:
         docker("rm", "-f", "-v", name)
-        docker("rmi", "-f", tag)
