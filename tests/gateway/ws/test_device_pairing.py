@@ -15,6 +15,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.conftest import TEST_TOKEN, RunningGateway
+from tests.waiting import wait_for
 from tests.wsclient import Client, open_client
 
 CLIENT = {"id": "openclaw-ios", "version": "2026.9.6", "platform": "iOS", "mode": "ui", "displayName": "Ada's phone"}
@@ -100,8 +101,16 @@ async def test_a_remote_device_waits_for_approval_then_pairs(gw: RunningGateway)
     assert [r["deviceId"] for r in listed["pending"]] == [phone.id] and listed["paired"] == []
     assert (await admin.request("device.pair.approve", {"requestId": details["requestId"]}))["ok"]
     assert (await admin.event("device.pair.resolved"))["payload"]["decision"] == "approved"
-    _, paired = await phone.connect(gw, token=TEST_TOKEN, headers=REMOTE)
+    socket, paired = await phone.connect(gw, token=TEST_TOKEN, headers=REMOTE)
     assert paired["ok"] and paired["payload"]["auth"]["deviceToken"]
+    # each paired device says whether a socket of it is open now (the Devices page's online dot)
+    listed = (await admin.request("device.pair.list"))["payload"]
+    assert [(d["deviceId"], d["connected"]) for d in listed["paired"]] == [(phone.id, True)]
+    await socket.ws.close()
+    sockets = gw.gateway.connections.values
+    await wait_for(lambda: all(c.info.device_id != phone.id for c in sockets()), what="the phone's socket gone")
+    listed = (await admin.request("device.pair.list"))["payload"]
+    assert [d["connected"] for d in listed["paired"]] == [False]
     bogus = await admin.request("device.pair.approve", {"requestId": "0000000000000000"})
     assert bogus["ok"] is False and "unknown or expired pairing request" in bogus["error"]["message"]
 

@@ -37,11 +37,19 @@ class TokenParams(DeviceParams):
     role: Annotated[str, Pattern("^(operator|node)$")] = "operator"
 
 
+def _device_sockets(call: MethodCall) -> list[tuple[Any, str]]:
+    """The open connections that belong to a paired device, with the device's id."""
+    return [
+        (conn, info.device_id)
+        for conn in list(call.gateway.connections.values())
+        if (info := getattr(conn, "info", None)) is not None and info.device_id
+    ]
+
+
 def _close_device(call: MethodCall, device_id: str, reason: str) -> int:
     closed = 0
-    for conn in list(call.gateway.connections.values()):
-        info = getattr(conn, "info", None)
-        if info is not None and info.device_id == device_id:
+    for conn, owner in _device_sockets(call):
+        if owner == device_id:
             conn.close(CloseCode.AUTH_CHANGED, reason)
             closed += 1
     return closed
@@ -56,7 +64,11 @@ async def pair_list(call: MethodCall, p: Params) -> dict[str, Any]:
     store = call.gateway.devices
     pending = await asyncio.to_thread(store.pending)
     paired = await asyncio.to_thread(store.paired)
-    return {"pending": [r.to_json() for r in pending], "paired": [d.to_json() for d in paired]}
+    online = {device_id for _, device_id in _device_sockets(call)}
+    # each paired device says whether it has a socket open now (the original's Devices page shows
+    # "offline" otherwise, the Control UI's own device included)
+    listed = [d.to_json() | {"connected": d.device_id in online} for d in paired]
+    return {"pending": [r.to_json() for r in pending], "paired": listed}
 
 
 async def pair_approve(call: MethodCall, p: RequestParams) -> dict[str, Any]:

@@ -39,6 +39,8 @@ class Presence:
 
 def presence_entry(info: ClientInfo) -> dict[str, Any]:
     entry: dict[str, Any] = {
+        "host": info.display_name or info.client_id,
+        "clientId": info.client_id,
         "ip": info.ip,
         "version": info.client_version,
         "platform": info.platform,
@@ -50,6 +52,8 @@ def presence_entry(info: ClientInfo) -> dict[str, Any]:
     }
     for key, value in (
         ("instanceId", info.instance_id),
+        # the paired device behind the socket: the Devices page joins presence to devices by it
+        ("deviceId", info.device_id),
         ("deviceFamily", info.device_family),
         ("modelIdentifier", info.model_identifier),
         ("text", info.display_name),
