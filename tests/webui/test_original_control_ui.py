@@ -333,3 +333,101 @@ def test_an_automation_is_created_paused_edited_and_removed_in_the_originals_ui(
     assert len(updates) == 2 and all(c["params"]["expectedConfigRevision"].startswith("sha256:") for c in updates)
     assert calls.of("cron.remove")
     assert calls.failed() == []
+
+
+def _pairing_request(port: int) -> str:
+    """A phone asking to pair from beyond a proxy (so it waits for approval); its device id."""
+    import types
+
+    from tests.gateway.ws.test_device_pairing import REMOTE, Phone
+
+    phone = Phone()
+
+    async def ask() -> None:
+        _, res = await phone.connect(types.SimpleNamespace(url=f"ws://127.0.0.1:{port}"), token=TEST_TOKEN,  # type: ignore[arg-type]
+                                     headers=REMOTE)  # fmt: skip
+        assert res["error"]["code"] == "NOT_PAIRED"
+
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, ask()).result()
+    return phone.id
+
+
+@pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
+def test_config_sessions_skills_and_devices_are_edited_in_the_originals_ui(
+    browser: Browser, tmp_path: Path, ui_origin: str
+) -> None:
+    """The UI's other editing flows against Homarus, each landing where Homarus keeps it: the theme
+    synced to ``ui.prefs`` (a patch without base hash, as the original allows there), the raw
+    config saved with its base hash, a session relabelled and its verbosity set, a skill turned
+    off, a waiting device approved; the Logs view shows the audit trail's lines."""
+    config = {
+        "gateway": {"controlUi": {"allowedOrigins": [ui_origin]}},
+        "models": {"providers": {"test": {"api": "scripted", "models": [{"id": "m", "name": "Scripted"}]}}},
+        "agents": {"defaults": {"model": {"primary": "test/m"}, "heartbeat": {"every": "0m"}}},
+    }
+    with served(tmp_path, config) as gw:
+        _seed(gw.port)
+        phone = _pairing_request(gw.port)
+
+        def on_disk() -> dict[str, Any]:
+            return dict(json.loads(gw.paths.config_path.read_text()))
+
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            calls = _Calls(page)
+            page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{gw.port}&token={TEST_TOKEN}")
+            page.get_by_role("button", name="Switch to").first.click()
+            page.get_by_placeholder("Message", exact=False).first.wait_for()
+
+            _go(page, "/settings/advanced")
+            page.get_by_role("button", name="Raw", exact=True).click()
+            raw = page.locator("textarea:not([aria-label])")
+            wait_for_sync(lambda: '"every": "0m"' in raw.input_value(), what="the raw editor filled")
+            raw.fill(raw.input_value().replace('"every": "0m"', '"every": "2h"'))
+            page.get_by_role("button", name="Save", exact=True).click()
+            wait_for_sync(lambda: on_disk()["agents"]["defaults"]["heartbeat"] == {"every": "2h"}, what="config saved")
+
+            _go(page, "/settings/appearance")
+            page.get_by_text("Dark", exact=True).first.click()
+            wait_for_sync(lambda: on_disk().get("ui") == {"prefs": {"themeMode": "dark"}}, what="the theme synced")
+
+            _go(page, "/sessions")
+            page.get_by_role("button", name="Show session details for agent:main:notes").click()
+            label = page.get_by_placeholder("(optional)")
+            label.fill("Roadmap")
+            label.press("Enter")
+            page.locator("select").filter(has=page.locator("option[value=full]")).select_option("full")
+
+            def session() -> Any:
+                from homarus.sessions.keys import parse_session_key
+
+                return gw.gateway.sessions.get(parse_session_key("agent:main:notes")).entry  # type: ignore[union-attr]
+
+            wait_for_sync(lambda: session().verbose_level == "full", what="the session patched")
+            assert session().label == "Roadmap"
+
+            _go(page, "/settings/skills")
+            page.get_by_text("summarize-url").first.click()
+            page.get_by_role("switch").last.evaluate("e => e.click()")  # its input is styled out of sight
+
+            def skill() -> Any:
+                return on_disk().get("skills", {}).get("entries", {}).get("summarize-url")
+
+            wait_for_sync(lambda: skill() == {"enabled": False}, what="the skill off")
+            page.keyboard.press("Escape")
+
+            _go(page, "/settings/devices")
+            page.get_by_text("1 awaiting approval").wait_for()
+            page.get_by_role("button", name="Approve").first.click()
+            wait_for_sync(lambda: gw.gateway.devices.get(phone) is not None, what="the device paired")
+
+            _go(page, "/logs")
+            page.get_by_text("run.start  seed-ideas").first.wait_for()
+        finally:
+            context.close()
+    assert calls.of("config.patch")[0]["params"].get("baseHash") is None
+    assert all(c["params"]["baseHash"] for c in calls.of("config.set"))
+    assert calls.failed() == []

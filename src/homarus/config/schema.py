@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from homarus.config.session import SessionConfig
     from homarus.config.skills import SkillsConfig
     from homarus.config.tools import ToolsConfig
+    from homarus.config.ui import UiConfig
 
 __all__ = ["SECTIONS", "HomarusConfig"]
 
@@ -56,6 +57,7 @@ SECTIONS: Final[dict[str, str]] = {
     "commands": "homarus.config.channels:CommandsConfig",
     "mcp": "homarus.config.mcp:McpConfig",
     "browser": "homarus.config.browser:BrowserConfig",
+    "ui": "homarus.config.ui:UiConfig",
 }
 #: editor hint, ignored by the gateway (JSON Schema URL)
 SCHEMA_KEY: Final = "$schema"
@@ -224,6 +226,10 @@ class HomarusConfig:
     @property
     def browser(self) -> BrowserConfig:
         return self.section("browser")  # type: ignore[return-value]
+
+    @property
+    def ui(self) -> UiConfig:
+        return self.section("ui")  # type: ignore[return-value]
 
 
 def _unknown_agent(loc: tuple[str | int, ...], agent_id: str) -> InitErrorDetails:

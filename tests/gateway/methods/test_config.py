@@ -40,6 +40,28 @@ async def test_set_requires_base_hash_when_file_exists(tmp_path: Path) -> None:
         assert res["error"]["message"] == "config changed since last load; re-run config.get and retry"
 
 
+async def test_ui_prefs_are_patched_without_a_base_hash_and_nothing_else_is(tmp_path: Path) -> None:
+    """The Control UI syncs its theme with a hashless patch of ``ui.prefs`` (last writer wins);
+    a hashless patch reaching past that subtree, or a bad value, is refused and the file kept."""
+    with run_gateway(tmp_path, config={"gateway": {"port": 18789}}) as running:
+        client = await _admin(running)
+        prefs = {"raw": json.dumps({"ui": {"prefs": {"themeMode": "dark", "accent": "#aa3322"}}}), "note": "sync"}
+        assert (await client.request("config.patch", prefs))["ok"]
+        on_disk = json.loads(running.paths.config_path.read_text())
+        assert on_disk == {"gateway": {"port": 18789}, "ui": {"prefs": {"themeMode": "dark", "accent": "#aa3322"}}}
+        before = running.paths.config_path.read_bytes()
+        for raw in (
+            {"ui": {"prefs": {"themeMode": "light"}, "seamColor": "#000000"}},
+            {"ui": {"prefs": {}}, "gateway": {"port": 1}},
+            {"gateway": {"port": 18790}},
+        ):
+            res = await client.request("config.patch", {"raw": json.dumps(raw)})
+            assert res["error"]["message"] == "config base hash required; re-run config.get and retry", raw
+        bad = await client.request("config.patch", {"raw": json.dumps({"ui": {"prefs": {"themeMode": "neon"}}})})
+        assert bad["ok"] is False and "ui.prefs.themeMode" in bad["error"]["message"]
+        assert running.paths.config_path.read_bytes() == before
+
+
 async def test_set_round_trip_and_restart_hint(gw: RunningGateway) -> None:
     client = await _admin(gw)
     res = await client.request("config.set", {"raw": "{gateway: {port: 18800}, // json5\n}"})

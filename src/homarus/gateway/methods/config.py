@@ -141,12 +141,15 @@ def _answer(call: MethodCall, result: WriteResult) -> dict[str, Any]:
 
 
 def _write(call: MethodCall, params: ConfigWriteParams, op: str) -> dict[str, Any]:
+    from homarus.config.ui import only_ui_prefs
+
     store = call.gateway.config_store
-    store.check_base_hash(params.base_hash)
+    patch = _parse_patch(params.raw) if op == "patch" else None
+    if params.base_hash is not None or not only_ui_prefs(patch):  # ui.prefs: last writer wins
+        store.check_base_hash(params.base_hash)
     _spend_budget(call)
-    str(store.paths.config_path)
     try:
-        result = store.patch(_parse_patch(params.raw)) if op == "patch" else store.replace_text(params.raw)
+        result = store.patch(patch) if op == "patch" else store.replace_text(params.raw)
     except ConfigError as exc:
         raise InvalidRequest(f"invalid config: {exc.message}", details={"issues": [exc.message]}) from None
     return _answer(call, result)
