@@ -13,6 +13,7 @@ import json
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,7 +57,9 @@ class _Calls:
     def __init__(self, page: Any) -> None:
         self.by_id: dict[str, dict[str, Any]] = {}
         self.view = "start"
+        self.thrown: list[str] = []  # errors the page threw, with the view open then
         page.on("websocket", self._watch)
+        page.on("pageerror", lambda exc: self.thrown.append(f"{self.view}: {exc}"))
 
     def _watch(self, ws: WebSocket) -> None:
         ws.on("framesent", self._sent)
@@ -87,6 +90,23 @@ class _Calls:
             for c in self.by_id.values()
             if c.get("ok") is False
         ]
+
+
+@contextmanager
+def _control_ui(browser: Browser, ui_origin: str, port: int, *, wide: bool = False) -> Iterator[tuple[Any, _Calls]]:
+    """The original's UI signed in to the Homarus on ``port`` with the token, its chat box shown;
+    the page and the record of its calls."""
+    context = browser.new_context(viewport={"width": 1400, "height": 900} if wide else {"width": 1280, "height": 800})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        calls = _Calls(page)
+        page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{port}&token={TEST_TOKEN}")
+        page.get_by_role("button", name="Switch to").first.click()
+        page.get_by_placeholder("Message", exact=False).first.wait_for()
+        yield page, calls
+    finally:
+        context.close()
 
 
 def _seed(port: int) -> None:
@@ -137,15 +157,8 @@ def test_the_originals_control_ui_chats_with_homarus(browser: Browser, tmp_path:
             then="echo",
         )
         _seed(gw.port)
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            calls = _Calls(page)
-            page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{gw.port}&token={TEST_TOKEN}")
-            page.get_by_role("button", name="Switch to").first.click()
+        with _control_ui(browser, ui_origin, gw.port) as (page, calls):
             box = page.get_by_placeholder("Message", exact=False).first
-            box.wait_for()
             page.get_by_text("Project notes").first.wait_for()  # the sessions sidebar
             page.get_by_text("Scripted").first.wait_for()  # the model picker shows the configured model
             # a command outside the allowlist: the UI shows the approval, the click lets the run go on
@@ -169,8 +182,6 @@ def test_the_originals_control_ui_chats_with_homarus(browser: Browser, tmp_path:
                 page.wait_for_timeout(1500)
                 if view == "Automations":
                     page.get_by_text("Morning digest").first.wait_for()  # Homarus's cron job in its table
-        finally:
-            context.close()
     assert len(calls) > 20 and calls.failed() == []
 
 
@@ -247,16 +258,7 @@ def test_every_view_of_the_originals_control_ui_loads_without_a_method_error(
     }
     with served(tmp_path, config) as gw:
         _seed(gw.port)
-        thrown: list[str] = []
-        context = browser.new_context(viewport={"width": 1280, "height": 800})
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            calls = _Calls(page)
-            page.on("pageerror", lambda exc: thrown.append(f"{calls.view}: {exc}"))
-            page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{gw.port}&token={TEST_TOKEN}")
-            page.get_by_role("button", name="Switch to").first.click()
-            page.get_by_placeholder("Message", exact=False).first.wait_for()
+        with _control_ui(browser, ui_origin, gw.port) as (page, calls):
             for view in VIEWS:
                 calls.view = view
                 _go(page, view)
@@ -266,10 +268,8 @@ def test_every_view_of_the_originals_control_ui_loads_without_a_method_error(
                     page.wait_for_timeout(300)
                     if not calls.pending() and len(calls) == seen:
                         break
-        finally:
-            context.close()
     assert len(calls) > 100, len(calls)  # the views did ask (the tour is not vacuous)
-    assert calls.failed() == [] and thrown == [], "\n".join(calls.failed() + thrown)
+    assert calls.failed() == [] and calls.thrown == [], "\n".join(calls.failed() + calls.thrown)
 
 
 def _go(page: Any, route: str) -> None:
@@ -295,14 +295,7 @@ def test_an_automation_is_created_paused_edited_and_removed_in_the_originals_ui(
             path = gw.paths.state_dir / "cron" / "jobs.json"
             return json.loads(path.read_text())["jobs"] if path.exists() else []
 
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            calls = _Calls(page)
-            page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{gw.port}&token={TEST_TOKEN}")
-            page.get_by_role("button", name="Switch to").first.click()
-            page.get_by_placeholder("Message", exact=False).first.wait_for()
+        with _control_ui(browser, ui_origin, gw.port, wide=True) as (page, calls):
             _go(page, "/automations")
             page.get_by_role("button", name="New automation").click()
             page.get_by_placeholder("Describe what OpenClaw should do...").fill("Summarise the news")
@@ -327,8 +320,6 @@ def test_an_automation_is_created_paused_edited_and_removed_in_the_originals_ui(
             page.get_by_text("Remove", exact=True).last.click()  # the menu's item, then its confirmation
             page.get_by_role("button", name="Remove", exact=True).last.click()
             wait_for_sync(lambda: jobs() == [], what="the job removed")
-        finally:
-            context.close()
     updates = calls.of("cron.update")
     assert len(updates) == 2 and all(c["params"]["expectedConfigRevision"].startswith("sha256:") for c in updates)
     assert calls.of("cron.remove")
@@ -373,15 +364,7 @@ def test_config_sessions_skills_and_devices_are_edited_in_the_originals_ui(
         def on_disk() -> dict[str, Any]:
             return dict(json.loads(gw.paths.config_path.read_text()))
 
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        try:
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            calls = _Calls(page)
-            page.goto(f"{ui_origin}/#gatewayUrl=ws://127.0.0.1:{gw.port}&token={TEST_TOKEN}")
-            page.get_by_role("button", name="Switch to").first.click()
-            page.get_by_placeholder("Message", exact=False).first.wait_for()
-
+        with _control_ui(browser, ui_origin, gw.port, wide=True) as (page, calls):
             _go(page, "/settings/advanced")
             page.get_by_role("button", name="Raw", exact=True).click()
             raw = page.locator("textarea:not([aria-label])")
@@ -426,8 +409,6 @@ def test_config_sessions_skills_and_devices_are_edited_in_the_originals_ui(
 
             _go(page, "/logs")
             page.get_by_text("run.start  seed-ideas").first.wait_for()
-        finally:
-            context.close()
     assert calls.of("config.patch")[0]["params"].get("baseHash") is None
     assert all(c["params"]["baseHash"] for c in calls.of("config.set"))
     assert calls.failed() == []
