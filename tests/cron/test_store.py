@@ -10,7 +10,7 @@ import pytest
 from homarus.cron.runlog import RunLog
 from homarus.cron.service import read_view
 from homarus.cron.store import CronStore, CronStoreCorrupt
-from homarus.errors import InvalidRequest
+from homarus.errors import InvalidRequest, NotFound
 from tests.cron.helpers import at, every, make_rig
 
 
@@ -127,7 +127,8 @@ async def test_update_merges_payload_and_reschedules(tmp_path: Path) -> None:
     with pytest.raises(InvalidRequest, match="sessionTarget"):
         await rig.service.update(job["id"], {"payload": {"kind": "systemEvent", "text": "t"}})
     assert (await rig.service.remove(job["id"])) == {"ok": True, "removed": True}
-    assert (await rig.service.remove(job["id"])) == {"ok": True, "removed": False}
+    with pytest.raises(NotFound, match="cron job not found"):
+        await rig.service.remove(job["id"])
 
 
 async def test_list_filters_sorts_and_pages(tmp_path: Path) -> None:

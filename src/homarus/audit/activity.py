@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["WINDOW", "ActivityFilter", "activity_events"]
+__all__ = ["WINDOW", "ActivityFilter", "activity_events", "numbered"]
 
 WINDOW: Final = 5000
 _RUN_STATUS: Final = {
@@ -103,7 +103,7 @@ def _event(record: dict[str, Any], sequence: int, source: int) -> dict[str, Any]
     return None
 
 
-def _numbered(records: Iterable[dict[str, Any]]) -> Iterator[tuple[int, int, dict[str, Any]]]:
+def numbered(records: Iterable[dict[str, Any]]) -> Iterator[tuple[int, int, dict[str, Any]]]:
     """(sequence, source position, record), oldest first."""
     last_ts, same = -1, 0
     for source, record in enumerate(records, 1):
@@ -118,7 +118,7 @@ def activity_events(
 ) -> tuple[list[dict[str, Any]], int | None]:
     """A page of events, newest first, older than ``cursor``; and the cursor of the next page."""
     events = []
-    for sequence, source, record in _numbered(records):
+    for sequence, source, record in numbered(records):
         event = _event(record, sequence, source)
         if event is not None and which.keeps(event) and (cursor is None or sequence < cursor):
             events.append(event)

@@ -72,6 +72,12 @@ class ConfigStore:
     def _resolve_env(self) -> Mapping[str, str]:
         return merged_env(self.paths.state_dir) if self._env is None else self._env
 
+    def reload(self) -> LoadedConfig:
+        """The file and the secrets it refers to read again (raises ConfigError, keeping the
+        current config, when the file no longer validates)."""
+        self.current = load_config(self.paths, self._env)
+        return self.current
+
     def check_base_hash(self, base_hash: str | None) -> None:
         """A write based on ``base_hash`` (the hash a client read) may go ahead: the file is as the
         client saw it. The file itself is hashed, so an edit by another writer is caught too."""

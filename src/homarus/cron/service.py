@@ -258,9 +258,8 @@ class CronService:
         return read_view(updated)
 
     async def remove(self, job_id: str) -> dict[str, Any]:
-        job = self.store.jobs.pop(job_id, None)
-        if job is None:
-            return {"ok": True, "removed": False}
+        job = self.store.get(job_id)  # an unknown id is "not found", as the original answers
+        del self.store.jobs[job_id]
         self.scheduler.poke()
         await self.store.persist()
         self._changed("removed", job)

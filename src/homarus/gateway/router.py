@@ -32,9 +32,18 @@ __all__ = [
     "MethodRegistry",
     "MethodSpec",
     "Params",
+    "not_supported",
 ]
 
 Handler = Callable[["MethodCall", Any], Awaitable[Any]]
+
+
+def not_supported(method: str, reason: str) -> InvalidRequest:
+    """The answer to what the original does and Homarus does not: the truth, with the reason."""
+    return InvalidRequest(
+        f"not supported by Homarus: {reason} ({method})",
+        details={"code": "NOT_SUPPORTED", "method": method, "reason": reason},
+    )
 
 
 class Params(BaseModel):
@@ -162,10 +171,7 @@ class MethodRegistry:
         if known is None and (reason := not_supported_reason(call.method)) is not None:
             # the original's method that Homarus has not built: the truth at any scope, not the
             # "missing scope: operator.admin" an unknown name gets
-            raise InvalidRequest(
-                f"not supported by Homarus: {reason} ({call.method})",
-                details={"code": "NOT_SUPPORTED", "method": call.method, "reason": reason},
-            )
+            raise not_supported(call.method, reason)
         if call.method != "health":
             roles = known.roles if known is not None else ("operator",)
             if client.role not in roles:

@@ -3,6 +3,7 @@ shapes, capabilities, scopes and bad input (tests/compat/ drives them with the r
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tests.conftest import TEST_TOKEN, RunningGateway
@@ -64,3 +65,61 @@ async def test_cron_list_pages_carry_a_snapshot_revision(gw: RunningGateway) -> 
     assert too_big["ok"] is False and "limit" in too_big["error"]["message"]
     unknown = await c.request("cron.runs", {"id": "nope"})
     assert unknown["ok"] is False and unknown["error"]["details"]["code"] == "CRON_JOB_NOT_FOUND"
+
+
+async def test_cron_remove_of_an_unknown_job_is_not_found(gw: RunningGateway) -> None:
+    c = await client(gw)
+    gone = await c.request("cron.remove", {"id": "nope"})
+    assert gone["ok"] is False and gone["error"]["message"] == "cron job not found: nope"
+    assert gone["error"]["details"] == {"code": "CRON_JOB_NOT_FOUND", "jobId": "nope"}
+
+
+async def test_sessions_compact_answers_for_a_session_without_transcript_and_says_the_rest_is_not_built(
+    gw: RunningGateway,
+) -> None:
+    c = await client(gw)
+    none = (await c.request("sessions.compact", {"key": "nope"}))["payload"]
+    assert none == {"ok": True, "key": "agent:main:nope", "compacted": False, "reason": "no sessionId"}
+    assert (await c.request("agent", {"message": "hi", "sessionKey": "talked", "idempotencyKey": "k1"}))["ok"]
+    await c.request("agent.wait", {"runId": "k1", "timeoutMs": 10_000})
+    real = await c.request("sessions.compact", {"key": "talked"})
+    assert real["ok"] is False and real["error"]["details"]["code"] == "NOT_SUPPORTED"
+    assert "compaction runs by itself" in real["error"]["message"]
+    reader = await client(gw, ["operator.read"])
+    assert (await reader.request("sessions.compact", {"key": "nope"}))["error"]["message"].startswith("missing scope")
+
+
+async def test_diagnostics_stability_reads_the_audit_trail(gw: RunningGateway) -> None:
+    c = await client(gw)
+    assert (await c.request("agent", {"message": "hi", "sessionKey": "s", "idempotencyKey": "k2"}))["ok"]
+    await c.request("agent.wait", {"runId": "k2", "timeoutMs": 10_000})
+    snap = (await c.request("diagnostics.stability", {"limit": 2}))["payload"]
+    assert snap["capacity"] == 1000 and snap["count"] >= 3 and len(snap["events"]) == 2
+    assert snap["summary"]["byType"]["run.start"] >= 1 and snap["summary"]["memory"]["latest"]["rssBytes"] > 0
+    ends = (await c.request("diagnostics.stability", {"type": "run.end"}))["payload"]
+    assert [e["status"] for e in ends["events"]] == ["ok"]
+    later = (await c.request("diagnostics.stability", {"sinceSeq": snap["lastSeq"]}))["payload"]
+    assert later["count"] == 0
+    bad = await c.request("diagnostics.stability", {"limit": 0})
+    assert bad["ok"] is False and "limit" in bad["error"]["message"]
+
+
+async def test_skills_curator_status_has_nothing_to_curate(gw: RunningGateway) -> None:
+    c = await client(gw, ["operator.read"])
+    status = (await c.request("skills.curator.status"))["payload"]
+    assert status["counts"] == {"active": 0, "stale": 0, "archived": 0} and status["lastAttemptAtMs"] is None
+
+
+async def test_secrets_reload_rereads_the_file_and_keeps_the_config_when_it_breaks(gw: RunningGateway) -> None:
+    c = await client(gw)
+    path = gw.paths.config_path
+    path.write_text(json.dumps({"agents": {"defaults": {"heartbeat": {"every": "3h"}}}}))
+    assert (await c.request("secrets.reload"))["payload"] == {"ok": True, "warningCount": 0}
+    config = (await c.request("config.get"))["payload"]["config"]
+    assert config["agents"]["defaults"]["heartbeat"]["every"] == "3h"
+    path.write_text('{"agents": {"defaults": {"heartbeat": {"every": 7}}}}')
+    broken = await c.request("secrets.reload")
+    assert broken["ok"] is False and broken["error"] == {"code": "UNAVAILABLE", "message": "secrets.reload failed"}
+    assert gw.gateway.config.agents.defaults.heartbeat.every == "3h"
+    reader = await client(gw, ["operator.read"])
+    assert (await reader.request("secrets.reload"))["ok"] is False

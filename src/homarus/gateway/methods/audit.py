@@ -1,5 +1,7 @@
-"""``audit.activity.list``: what runs and tool calls happened (``openclaw audit``), from the audit
-trail (``homarus.audit.activity``); empty while ``logging.audit.enabled`` is off."""
+"""``audit.activity.list``: what runs and tool calls happened (``openclaw audit``), and
+``diagnostics.stability``: the newest of them by type with the process's memory (``openclaw
+gateway stability``); both from the audit trail (``homarus.audit.activity``,
+``homarus.audit.stability``), empty while ``logging.audit.enabled`` is off."""
 
 from __future__ import annotations
 
@@ -59,3 +61,25 @@ async def activity_list(call: MethodCall, p: ActivityParams) -> dict[str, Any]:
         tail.records, which, limit=p.limit, cursor=int(p.cursor) if p.cursor else None
     )
     return {"events": events} | ({"nextCursor": str(next_cursor)} if next_cursor is not None else {})
+
+
+class StabilityParams(Params):
+    limit: int = Field(default=50, ge=1, le=1000)
+    type: str | None = Field(default=None, min_length=1, max_length=128)
+    since_seq: int | None = Field(default=None, alias="sinceSeq", ge=0)
+
+
+async def diagnostics_stability(call: MethodCall, p: StabilityParams) -> dict[str, Any]:
+    from datetime import UTC, datetime
+
+    from homarus.audit.log import read_records
+    from homarus.audit.stability import CAPACITY, stability_snapshot
+    from homarus.gateway.services.health import process_memory
+
+    directory = call.gateway.paths.state_dir / "logs"
+    tail = await asyncio.to_thread(read_records, directory, limit=CAPACITY)
+    now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    kind = p.type.strip() if p.type else None
+    return stability_snapshot(
+        tail.records, generated_at=now, limit=p.limit, kind=kind, since_seq=p.since_seq, memory=process_memory()
+    )

@@ -7,6 +7,7 @@ rule (no lost updates between two editors) and a budget of 3 writes per 60 s per
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,11 +18,13 @@ from homarus import __version__
 from homarus.config.loader import load_config
 from homarus.config.redact import redact, redact_text
 from homarus.config.store import ConfigStore, WriteResult
-from homarus.errors import ConfigError, InvalidRequest, RateLimited
+from homarus.errors import ConfigError, InvalidRequest, RateLimited, Unavailable
 from homarus.gateway.router import AnyParams, EmptyParams, MethodCall, Params
 from homarus.protocol.compat import Unsupported, compat_params
 from homarus.security.ratelimit import ceil_seconds
 from homarus.security.scopes import ADMIN
+
+log = logging.getLogger("homarus.config")
 
 __all__: list[str] = []
 
@@ -191,3 +194,17 @@ async def config_schema_lookup(call: MethodCall, p: SchemaLookupParams) -> dict[
     if found is None:
         raise InvalidRequest("config schema path not found", details={"path": p.path})
     return found
+
+
+async def secrets_reload(call: MethodCall, p: EmptyParams) -> dict[str, Any]:
+    """Read the config file and the secrets it refers to (the state dir's secrets file, the
+    environment) again: a rotated key takes effect without a restart. A file that no longer
+    validates leaves the running config as it was."""
+    store = call.gateway.config_store
+    try:
+        await asyncio.to_thread(store.reload)
+    except ConfigError as exc:
+        log.warning("secrets.reload failed: %s", exc.message)
+        raise Unavailable("secrets.reload failed") from None
+    call.gateway.on_config_replaced()
+    return {"ok": True, "warningCount": 0}

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import Field
 
 from homarus.errors import InvalidRequest, NotFound
-from homarus.gateway.router import MethodCall, Params
+from homarus.gateway.router import MethodCall, Params, not_supported
 from homarus.patterns import Pattern
 from homarus.plugins import events as ev
 from homarus.protocol.compat import (
@@ -265,6 +265,25 @@ async def sessions_get(call: MethodCall, p: GetParams) -> dict[str, Any]:
         }
 
     return await asyncio.to_thread(read)
+
+
+class CompactParams(Params):
+    key: str = _Key
+    agent_id: str | None = Field(default=None, alias="agentId", min_length=1, max_length=64)
+    max_lines: int | None = Field(default=None, alias="maxLines", ge=1)
+
+
+async def sessions_compact(call: MethodCall, p: CompactParams) -> dict[str, Any]:
+    """A session with no transcript needs nothing, as the original answers; compacting one on
+    demand is not built (Homarus compacts when the context fills), and says so."""
+    from homarus.protocol.original_methods import not_supported_reason
+
+    mgr = _mgr(call)
+    key = mgr.resolve_key(p.key)
+    ref = await asyncio.to_thread(mgr.get, key)
+    if ref is None or not ref.entry.session_id:
+        return {"ok": True, "key": key.canonical, "compacted": False, "reason": "no sessionId"}
+    raise not_supported(call.method, not_supported_reason(call.method) or "not built")
 
 
 async def sessions_preview(call: MethodCall, p: PreviewParams) -> dict[str, Any]:

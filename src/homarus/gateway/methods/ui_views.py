@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from homarus.errors import InvalidRequest
-from homarus.gateway.router import MethodCall, Params
+from homarus.gateway.router import EmptyParams, MethodCall, Params
 from homarus.protocol.compat import compat_params
 
 __all__: list[str] = []
@@ -223,6 +223,19 @@ async def skills_proposals(call: MethodCall, p: AgentParams) -> dict[str, Any]:
         "updatedAt": "1970-01-01T00:00:00.000Z",
         "proposals": [],
         "installedSkills": [],
+    }
+
+
+async def skills_curator(call: MethodCall, p: EmptyParams) -> dict[str, Any]:
+    """The original's curator reviews the skills its agents write in its Workshop; Homarus has no
+    Workshop, so there is nothing to curate and no review has run."""
+    return {
+        "lastAttemptAtMs": None,
+        "lastSuccessAtMs": None,
+        "lastError": None,
+        "counts": {"active": 0, "stale": 0, "archived": 0},
+        "skills": [],
+        "overlaps": [],
     }
 
 
