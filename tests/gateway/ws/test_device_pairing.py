@@ -111,6 +111,17 @@ async def test_a_remote_device_waits_for_approval_then_pairs(gw: RunningGateway)
     await wait_for(lambda: all(c.info.device_id != phone.id for c in sockets()), what="the phone's socket gone")
     listed = (await admin.request("device.pair.list"))["payload"]
     assert [d["connected"] for d in listed["paired"]] == [False]
+    renamed = await admin.request("device.pair.rename", {"deviceId": phone.id, "label": " Ada's work phone "})
+    assert renamed["payload"] == {"deviceId": phone.id, "label": "Ada's work phone"}
+    listed = (await admin.request("device.pair.list"))["payload"]
+    assert listed["paired"][0]["displayName"] == "Ada's work phone"
+    for params, message in (
+        ({"deviceId": phone.id, "label": "  "}, "label required"),
+        ({"deviceId": "nope", "label": "x"}, "unknown deviceId"),
+        ({"deviceId": phone.id, "displayName": "x"}, "label"),
+    ):
+        refused = await admin.request("device.pair.rename", params)
+        assert refused["ok"] is False and message in refused["error"]["message"], refused
     bogus = await admin.request("device.pair.approve", {"requestId": "0000000000000000"})
     assert bogus["ok"] is False and "unknown or expired pairing request" in bogus["error"]["message"]
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from homarus.errors import Forbidden, NotFound
+from homarus.errors import Forbidden, InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
 from homarus.patterns import Pattern
 from homarus.protocol.limits import CloseCode
@@ -30,7 +30,8 @@ class DeviceParams(Params):
 
 
 class RenameParams(DeviceParams):
-    display_name: str = Field(alias="displayName", min_length=1, max_length=100)
+    #: the original's name for the operator's own label of a device (its CLI and UI send it)
+    label: str = Field(min_length=1, max_length=64)
 
 
 class TokenParams(DeviceParams):
@@ -107,9 +108,12 @@ async def pair_remove(call: MethodCall, p: DeviceParams) -> dict[str, Any]:
 
 
 async def pair_rename(call: MethodCall, p: RenameParams) -> dict[str, Any]:
-    if not await asyncio.to_thread(call.gateway.devices.rename, p.device_id, p.display_name):
-        raise NotFound(f"unknown device: {p.device_id}")
-    return {"deviceId": p.device_id, "displayName": p.display_name}
+    label = p.label.strip()
+    if not label:
+        raise InvalidRequest("label required")
+    if not await asyncio.to_thread(call.gateway.devices.rename, p.device_id, label):
+        raise NotFound("unknown deviceId")
+    return {"deviceId": p.device_id, "label": label}
 
 
 async def token_rotate(call: MethodCall, p: TokenParams) -> dict[str, Any]:

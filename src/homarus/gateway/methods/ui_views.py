@@ -230,6 +230,7 @@ async def skills_curator(call: MethodCall, p: EmptyParams) -> dict[str, Any]:
     """The original's curator reviews the skills its agents write in its Workshop; Homarus has no
     Workshop, so there is nothing to curate and no review has run."""
     return {
+        "inventory": "live-workshop",  # the whole (empty) inventory, not the legacy partial one
         "lastAttemptAtMs": None,
         "lastSuccessAtMs": None,
         "lastError": None,
