@@ -81,18 +81,19 @@ def call(url: str, token: str, method: str, params: dict[str, Any], final: bool,
 
 
 def cli(
-    url: str, token: str, args: list[str], home: Path, *, config_file: bool = False
+    url: str, token: str, args: list[str], home: Path, *, config_file: bool = False, env_too: bool = False
 ) -> subprocess.CompletedProcess[str]:
     """An everyday `openclaw …` command pointed at ``url`` (``OPENCLAW_GATEWAY_URL``/``TOKEN``), or
     with ``config_file`` through the CLI's own config naming the local gateway's port and token, as
-    a user's machine has it (``openclaw status`` probes the gateway only then)."""
+    a user's machine has it (``openclaw status`` probes the gateway only then); ``env_too`` sets
+    both, so every command finds the gateway its own way."""
     env = _env(home)
     if config_file:
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         cfg = {"gateway": {"mode": "local", "port": port, "auth": {"mode": "token", "token": token}}}
         (home / "state").mkdir(parents=True, exist_ok=True)
         (home / "state" / "openclaw.json").write_text(json.dumps(cfg), encoding="utf-8")
-    else:
+    if env_too or not config_file:
         env |= {"OPENCLAW_GATEWAY_URL": url, "OPENCLAW_GATEWAY_TOKEN": token}
     return subprocess.run(
         [str(NODE), str(OPENCLAW), *args], env=env, capture_output=True, text=True, timeout=90, check=False
