@@ -109,6 +109,15 @@ def _control_ui(browser: Browser, ui_origin: str, port: int, *, wide: bool = Fal
         context.close()
 
 
+def _scripted(ui_origin: str) -> dict[str, Any]:
+    """A Homarus that lets the UI at ``ui_origin`` in, with a scripted model and no heartbeat."""
+    return {
+        "gateway": {"controlUi": {"allowedOrigins": [ui_origin]}},
+        "models": {"providers": {"test": {"api": "scripted", "models": [{"id": "m", "name": "Scripted"}]}}},
+        "agents": {"defaults": {"model": {"primary": "test/m"}, "heartbeat": {"every": "0m"}}},
+    }
+
+
 def _seed(port: int) -> None:
     """A cron job and two sessions besides the main one, made over the protocol as a user would."""
     from tests.wsclient import open_client
@@ -139,11 +148,8 @@ def _seed(port: int) -> None:
 
 @pytest.mark.skipif(MISSING is not None, reason=MISSING or "")
 def test_the_originals_control_ui_chats_with_homarus(browser: Browser, tmp_path: Path, ui_origin: str) -> None:
-    config = {
-        "gateway": {"controlUi": {"allowedOrigins": [ui_origin]}},
-        "models": {"providers": {"test": {"api": "scripted", "models": [{"id": "m", "name": "Scripted"}]}}},
-        "agents": {"defaults": {"model": {"primary": "test/m"}, "heartbeat": {"every": "0m"}}},
-        "tools": {"exec": {"security": "allowlist", "allowlist": ["ls"], "ask": "on-miss"}},
+    config = _scripted(ui_origin) | {
+        "tools": {"exec": {"security": "allowlist", "allowlist": ["ls"], "ask": "on-miss"}}
     }
     with served(tmp_path, config) as gw:
         from homarus.providers.scripted import Reply, ScriptedProvider
@@ -251,11 +257,7 @@ def test_every_view_of_the_originals_control_ui_loads_without_a_method_error(
 ) -> None:
     """Each of the UI's 55 views, reached through its own router as a click would, against a Homarus
     with a session, a cron job and usage on record: no method answers an error, no view throws."""
-    config = {
-        "gateway": {"controlUi": {"allowedOrigins": [ui_origin]}},
-        "models": {"providers": {"test": {"api": "scripted", "models": [{"id": "m", "name": "Scripted"}]}}},
-        "agents": {"defaults": {"model": {"primary": "test/m"}, "heartbeat": {"every": "0m"}}},
-    }
+    config = _scripted(ui_origin)
     with served(tmp_path, config) as gw:
         _seed(gw.port)
         with _control_ui(browser, ui_origin, gw.port) as (page, calls):
@@ -352,11 +354,7 @@ def test_config_sessions_skills_and_devices_are_edited_in_the_originals_ui(
     synced to ``ui.prefs`` (a patch without base hash, as the original allows there), the raw
     config saved with its base hash, a session relabelled and its verbosity set, a skill turned
     off, a waiting device approved; the Logs view shows the audit trail's lines."""
-    config = {
-        "gateway": {"controlUi": {"allowedOrigins": [ui_origin]}},
-        "models": {"providers": {"test": {"api": "scripted", "models": [{"id": "m", "name": "Scripted"}]}}},
-        "agents": {"defaults": {"model": {"primary": "test/m"}, "heartbeat": {"every": "0m"}}},
-    }
+    config = _scripted(ui_origin)
     with served(tmp_path, config) as gw:
         _seed(gw.port)
         phone = _pairing_request(gw.port)
