@@ -32,6 +32,7 @@ class RunCompactor:
         hooks: RuntimeHooks,
         entry_ids: EntryIds,
         keep_recent_tokens: int,
+        instructions: str | None = None,
     ) -> None:
         self.sessions = sessions
         self.transcript = transcript
@@ -41,6 +42,8 @@ class RunCompactor:
         self.hooks = hooks
         self.entry_ids = entry_ids
         self.keep_recent_tokens = keep_recent_tokens
+        #: what the summary should focus on (``/compact <instructions>``)
+        self.instructions = instructions
 
     async def compact(self, history: list[Message], *, will_retry: bool) -> list[Message] | None:
         """The compacted history (summary + kept tail), or None when nothing could be summarised."""
@@ -58,6 +61,7 @@ class RunCompactor:
                 previous_summary=previous,
                 keep_recent_tokens=self.keep_recent_tokens,
                 summarize=self._summarize,
+                custom_instructions=self.instructions,
             )
             if result is None:
                 return None

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from homarus.agents import setup
 from homarus.agents.hook_bridge import ApprovalFn
+from homarus.agents.manual_compaction import CompactReport, compact_session
 from homarus.agents.outcome import failed_outcome
 from homarus.agents.request import QueueMode, RunRequest, request_content
 from homarus.agents.runs import ActiveRun, RunOutcome, RunRegistry
@@ -34,7 +35,7 @@ from homarus.tools.base import ToolRegistry
 from homarus.usage.ledger import RunUsage
 
 if TYPE_CHECKING:
-    pass
+    from homarus.sessions.keys import SessionKey
 
 __all__ = ["AgentRuntime", "QueueMode", "RunRequest"]
 
@@ -152,6 +153,12 @@ class AgentRuntime:
     async def run(self, req: RunRequest) -> RunOutcome:
         key = req.session_key.canonical
         return await self.lanes.run(f"session:{key}", lambda: self.lanes.run(req.lane, lambda: self._execute(req)))
+
+    async def compact(
+        self, key: SessionKey, *, instructions: str | None = None, max_messages: int | None = None
+    ) -> CompactReport:
+        """Compact the session's context now, between runs (``manual_compaction``)."""
+        return await compact_session(self, key, instructions=instructions, max_messages=max_messages)
 
     # -- control ------------------------------------------------------------------------------
     def abort(self, session_key: str, run_id: str | None = None, *, origin: str = "abort") -> list[str]:

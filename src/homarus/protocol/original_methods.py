@@ -96,7 +96,6 @@ REASONS: Final[tuple[tuple[str, str], ...]] = (
     ("sessions.branches.", "Homarus transcripts do not branch: a message always goes after the last one"),
     ("sessions.fork", "Homarus transcripts do not branch: a message always goes after the last one"),
     ("sessions.rewind", "Homarus transcripts do not branch: a message always goes after the last one"),
-    ("sessions.compact", "compaction runs by itself when the context fills"),
     ("sessions.catalog.", "external session catalogs (other agents' CLIs) are not a Homarus feature"),
     ("sessions.files.", "a session's files are the workspace's; read them with the agent's tools"),
     ("sessions.companion.", "session companions are not a Homarus feature"),

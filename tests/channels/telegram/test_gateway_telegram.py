@@ -179,6 +179,28 @@ async def test_owner_commands_are_for_owners_only(tmp_path: Path) -> None:
         assert provider.requests == []
 
 
+async def test_the_owner_compacts_the_conversation_with_a_focus(tmp_path: Path) -> None:
+    with telegram_gateway(tmp_path, dmPolicy="allowlist", allowFrom=[OWNER, STRANGER]) as (_gw, fake, provider):
+        cmd = [{"type": "bot_command", "offset": 0, "length": 8}]
+        fake.user_message(OWNER, "/compact", entities=cmd)
+        await wait_for(lambda: fake.texts_to(OWNER), what="the answer to /compact")
+        assert fake.texts_to(OWNER) == ["Nothing to compact yet."]
+        provider.push(Reply("x" * 800), Reply("x" * 800), Reply("## Goal\nTrips.\n## Progress\nTwo long asks."))
+        fake.user_message(OWNER, "plan trip one " + "y" * 800)
+        await wait_for(lambda: len(fake.texts_to(OWNER)) == 2, what="the first answer")
+        fake.user_message(OWNER, "plan trip two " + "y" * 800)
+        await wait_for(lambda: len(fake.texts_to(OWNER)) == 3, what="the second answer")
+        fake.user_message(STRANGER, "/compact", entities=cmd)
+        await wait_for(lambda: fake.texts_to(STRANGER), what="the refusal")
+        assert fake.texts_to(STRANGER) == ["That command is for my owner."]
+        fake.user_message(OWNER, "/compact keep the dates", entities=cmd)
+        await wait_for(lambda: len(fake.texts_to(OWNER)) == 4, what="the compaction report")
+        assert fake.texts_to(OWNER)[-1].startswith("Compacted: the context went from ~")
+        summary_request = provider.requests[-1]
+        assert summary_request.system_prompt.startswith("You write context summaries")
+        assert "Additional focus for this summary: keep the dates" in summary_request.messages[0].text
+
+
 async def test_flood_control_is_honoured_and_a_blocked_chat_ends_in_the_dead_letters(tmp_path: Path) -> None:
     with telegram_gateway(tmp_path, dmPolicy="allowlist", allowFrom=[OWNER, STRANGER]) as (gw, fake, provider):
         fake.fail_next("sendMessage", 429, "Too Many Requests: retry after 1", {"retry_after": 1})

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import Field
 
 from homarus.errors import InvalidRequest, NotFound
-from homarus.gateway.router import MethodCall, Params, not_supported
+from homarus.gateway.router import MethodCall, Params
 from homarus.patterns import Pattern
 from homarus.plugins import events as ev
 from homarus.protocol.compat import (
@@ -274,16 +274,17 @@ class CompactParams(Params):
 
 
 async def sessions_compact(call: MethodCall, p: CompactParams) -> dict[str, Any]:
-    """A session with no transcript needs nothing, as the original answers; compacting one on
-    demand is not built (Homarus compacts when the context fills), and says so."""
-    from homarus.protocol.original_methods import not_supported_reason
-
+    """Summarise the session's context now (``maxLines``: keep only the newest messages in it);
+    a session with a run going or waiting answers INVALID_REQUEST, retry after it."""
     mgr = _mgr(call)
     key = mgr.resolve_key(p.key)
     ref = await asyncio.to_thread(mgr.get, key)
     if ref is None or not ref.entry.session_id:
         return {"ok": True, "key": key.canonical, "compacted": False, "reason": "no sessionId"}
-    raise not_supported(call.method, not_supported_reason(call.method) or "not built")
+    report = await call.gateway.runtime.compact(key, max_messages=p.max_lines)
+    if report.compacted:
+        emit_session_changed(call.gateway, key, "compact", compacted=True)
+    return report.to_json(key.canonical)
 
 
 async def sessions_preview(call: MethodCall, p: PreviewParams) -> dict[str, Any]:

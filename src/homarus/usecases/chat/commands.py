@@ -1,10 +1,11 @@
 """Chat commands from a channel, answered without a model run — owners only.
 
 ``/new`` and ``/reset`` start a new conversation, ``/status`` describes the session, ``/model``
-shows or sets its model, ``/stop`` aborts the running turn, ``/approve`` decides pending tool
-approvals, ``/help`` lists these, and a plugin's ``/name`` runs the plugin's command. Anyone
-else gets a short refusal (these change what the agent does for everyone sharing the session).
-``/start`` (what Telegram sends first) and any other ``/word`` go to the agent as text.
+shows or sets its model, ``/compact`` summarises the conversation so far (with an optional focus),
+``/stop`` aborts the running turn, ``/approve`` decides pending tool approvals, ``/help`` lists
+these, and a plugin's ``/name`` runs the plugin's command. Anyone else gets a short refusal (these
+change what the agent does for everyone sharing the session). ``/start`` (what Telegram sends
+first) and any other ``/word`` go to the agent as text.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Protocol
 
-from homarus.errors import HomarusError
+from homarus.errors import HomarusError, InvalidRequest
 from homarus.security.scopes import APPROVALS
 from homarus.usecases.commands import ApprovalsHost, PluginsHost, core_command, run_command
 
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from homarus.channels.model import InboundMessage
     from homarus.config.schema import HomarusConfig
     from homarus.providers.registry import ModelRegistry
+    from homarus.sessions.keys import SessionKey
     from homarus.sessions.manager import SessionManager
 
 __all__ = ["CHAT_COMMANDS", "OWNER_COMMANDS", "ChannelCommands", "ChatCommand", "CommandsHost"]
@@ -45,6 +47,7 @@ CHAT_COMMANDS: Final = (
     ChatCommand("reset", "start a new conversation", listed=False),
     ChatCommand("status", "this session", category="status"),
     ChatCommand("model", "show or set the model", "[provider/model]", "options"),
+    ChatCommand("compact", "summarise the conversation so far", "[focus]"),
     ChatCommand("stop", "stop the current reply"),
     ChatCommand("approve", "pending tool approvals", "[id decision]", "management"),
     ChatCommand("help", "these commands", category="status", listed=False),
@@ -92,6 +95,8 @@ class ChannelCommands:
             return await asyncio.to_thread(self._status, session_key)
         if word == "model":
             return await self._model(key, args)
+        if word == "compact":
+            return await self._compact(key, args)
         if word == "stop":
             stopped = self.host.runtime.abort(key.canonical, origin="chat-stop") if self.host.built("runtime") else []
             return "Stopped." if stopped else "Nothing is running."
@@ -101,6 +106,17 @@ class ChannelCommands:
         if word == "help":
             return HELP
         return await run_command(self.host, f"/{word} {args}".strip(), key.canonical) or "Done."
+
+    async def _compact(self, key: SessionKey, focus: str) -> str:
+        if not self.host.built("runtime") or await asyncio.to_thread(self.host.sessions.get, key) is None:
+            return "Nothing to compact yet."
+        try:
+            report = await self.host.runtime.compact(key, instructions=focus or None)
+        except InvalidRequest:
+            return "A reply is still on its way: /compact again when it is done."
+        if not report.compacted:
+            return f"Not compacted: {report.reason}."
+        return f"Compacted: the context went from ~{report.tokens_before} to ~{report.tokens_after} tokens."
 
     def _status(self, session_key: str) -> str:
         key = self.host.sessions.resolve_key(session_key)
