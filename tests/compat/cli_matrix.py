@@ -140,6 +140,12 @@ COMMANDS: list[str] = [
     "users link-email a@example.com",
     "backup disable",
     "browser snapshot",
+    "browser wait --time 10",
+    "browser cookies",
+    "cron add --name matrix-job --every 1h --message hi",
+    "devices join-code",
+    "models accounts list",
+    "nodes push --node nope",
     "qr --setup-code-only",
     "gateway resume nope",
     "gateway suspend",  # last: the original refuses much of the rest while suspended
@@ -307,19 +313,12 @@ def _first(out: str) -> str:
 
 
 #: commands whose exit code on Homarus is not the original's, with why (each checked by the test)
-_NO_BROWSER_RPC = (
-    "differs: Homarus's browser is a tool of its agents (a Chromium per agent, started when a run needs "
-    "it), not a service driven over the protocol; `browser.request` says so"
-)
 _NO_SUSPEND = (
     "differs: suspending a gateway to hand its work to another is not a Homarus feature; `gateway.suspend.*` says so"
 )
 DIFFERENCES: dict[str, str] = {
     "gateway suspend": _NO_SUSPEND,
     "gateway resume nope": _NO_SUSPEND,
-    "browser status": _NO_BROWSER_RPC,
-    "browser profiles": _NO_BROWSER_RPC,
-    "browser tabs": _NO_BROWSER_RPC,
 }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from homarus.gateway.methods import CORE_METHODS
-from homarus.protocol.original_methods import GENERIC, REASONS, not_supported_reason, original_methods
+from homarus.protocol.original_methods import GENERIC, REASONS, UNADVERTISED, not_supported_reason, original_methods
 
 
 def test_the_list_is_the_originals_advertised_one() -> None:
@@ -15,7 +15,12 @@ def test_the_list_is_the_originals_advertised_one() -> None:
 def test_every_reason_prefix_is_reachable_and_the_fallback_is_last() -> None:
     assert REASONS[-1] == ("", GENERIC)
     for prefix, _reason in REASONS[:-1]:
-        assert any(m == prefix or m.startswith(prefix) for m in original_methods()), prefix
+        assert any(m == prefix or m.startswith(prefix) for m in original_methods() | UNADVERTISED), prefix
+
+
+def test_a_method_the_original_answers_without_advertising_it_gets_its_reason() -> None:
+    assert "device.pair.setupCode" not in original_methods()  # its CLI calls it (devices join-code)
+    assert "nodes" in (not_supported_reason("device.pair.setupCode") or "")
 
 
 def test_names_outside_the_originals_list_get_no_reason() -> None:

@@ -30,12 +30,17 @@ if TYPE_CHECKING:
 
     from homarus.config.browser import BrowserConfig
 
-__all__ = ["AgentBrowser", "BrowserHub", "BrowserUnavailable"]
+__all__ = ["AgentBrowser", "BrowserHub", "BrowserUnavailable", "profile_path"]
 
 log = logging.getLogger("homarus.browser")
 
 CONSOLE_KEEP = 100
 _ARGS = ["--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--disable-sync", "--disable-component-update"]
+
+
+def profile_path(state_dir: Path, agent_id: str, *, sandboxed: bool = False) -> Path:
+    """Where an agent's browser keeps its profile (the sandboxed sessions' one is emptied at each start)."""
+    return state_dir / "browser" / agent_id / ("sandbox-profile" if sandboxed else "profile")
 
 
 class BrowserUnavailable(Exception):
@@ -154,7 +159,11 @@ class AgentBrowser:
                 await page.close()
 
     def tabs(self) -> list[dict[str, Any]]:
-        return [{"session": key, "url": page.url} for key, page in self._tabs.items() if not page.is_closed()]
+        return [{"session": key, "url": page.url} for key, page in self.pages()]
+
+    def pages(self) -> list[tuple[str, Page]]:
+        """(session key, its tab) for every open tab."""
+        return [(key, page) for key, page in self._tabs.items() if not page.is_closed()]
 
 
 class BrowserHub:
@@ -191,8 +200,12 @@ class BrowserHub:
     def _key(agent_id: str, sandboxed: bool) -> str:
         return f"{agent_id}\0sandbox" if sandboxed else agent_id
 
+    def existing(self, agent_id: str) -> AgentBrowser | None:
+        """The agent's browser if one was made (running or not); never starts anything."""
+        return self._browsers.get(self._key(agent_id, False))
+
     def _profile(self, agent_id: str, sandboxed: bool) -> Path:
-        return self.state_dir / "browser" / agent_id / ("sandbox-profile" if sandboxed else "profile")
+        return profile_path(self.state_dir, agent_id, sandboxed=sandboxed)
 
     def status(self, agent_id: str, *, sandboxed: bool = False) -> dict[str, Any]:
         browser = self._browsers.get(self._key(agent_id, sandboxed))

@@ -15,7 +15,7 @@ import functools
 from pathlib import Path
 from typing import Final
 
-__all__ = ["GENERIC", "REASONS", "not_supported_reason", "original_methods"]
+__all__ = ["GENERIC", "REASONS", "UNADVERTISED", "not_supported_reason", "original_methods"]
 
 NO_VOICE = "voice (speech in and out, talk mode, voice wake) is not built yet"
 NO_NODES = "nodes, canvas and the companion apps' device features are not built yet"
@@ -29,6 +29,9 @@ NO_GITHUB = "GitHub integration is not a Homarus feature"
 SETUP_IN_CLI = "setup runs in the CLI (homarus onboard), not through the gateway"
 NO_DESKTOP = "remote desktops, terminals and portals are not a Homarus feature"
 GENERIC = "not implemented (docs/openclaw-compat.md lists what Homarus answers)"
+
+#: methods the original answers without advertising them, found calling them with its CLI
+UNADVERTISED: Final = frozenset({"device.pair.setupCode"})
 
 #: (method name or family prefix ending in ".", reason): the first match wins, so exact names and
 #: longer prefixes come before the families they belong to
@@ -91,7 +94,6 @@ REASONS: Final[tuple[tuple[str, str], ...]] = (
     ("approval.", "system-agent approvals are not a Homarus feature (exec and plugin approvals are)"),
     ("artifacts.", "a run's files are in its workspace, not catalogued as artifacts"),
     ("audit.", "the audit trail is read with audit.activity.list, logs.tail and homarus logs"),
-    ("browser.request", "the browser is a tool of the agents (browser), not driven over the protocol"),
     ("cron.scratch.", "per-job scratch (heartbeat monitor context) is not built"),
     ("sessions.branches.", "Homarus transcripts do not branch: a message always goes after the last one"),
     ("sessions.fork", "Homarus transcripts do not branch: a message always goes after the last one"),
@@ -104,6 +106,7 @@ REASONS: Final[tuple[tuple[str, str], ...]] = (
     ("sessions.assignOwner", "Homarus is a single-user gateway: sessions have no owners to assign"),
     ("sessions.setInvolvement", "Homarus is a single-user gateway: sessions have no owners to assign"),
     ("mentions.", "mentions across shared sessions are not a Homarus feature"),
+    ("device.pair.setupCode", NO_NODES),
     ("device.scopes.", "a device's scopes are set when it is approved (device.pair.approve)"),
     ("exec.approvals.", "the exec approvals file is changed by allow-always decisions and by hand"),
     ("transcripts.", "meeting transcripts (talk recordings) are not a Homarus feature"),
@@ -129,6 +132,6 @@ def original_methods() -> frozenset[str]:
 
 def not_supported_reason(method: str) -> str | None:
     """Why ``method`` is not answered, if the original has it (None for a name it does not have)."""
-    if method not in original_methods():
+    if method not in original_methods() and method not in UNADVERTISED:
         return None
     return next(reason for prefix, reason in REASONS if method == prefix or method.startswith(prefix))

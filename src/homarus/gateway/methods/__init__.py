@@ -106,6 +106,7 @@ CORE_METHODS: Final[tuple[LazyMethod, ...]] = (
     _M("audit.activity.list", _P + "audit:activity_list", READ, "ActivityParams"),
     _M("diagnostics.stability", _P + "audit:diagnostics_stability", READ, "StabilityParams"),
     _M("secrets.reload", _P + "config:secrets_reload", ADMIN, "EmptyParams"),
+    _M("browser.request", _P + "browser:browser_request", ADMIN, "RequestParams"),
     _M("users.list", _C + "users_list", READ),
     _M("usage.cost", _P + "usage:usage_cost", READ, "CostParams"),
     _M("sessions.usage", _P + "usage:sessions_usage_", READ, "SessionsParams"),
