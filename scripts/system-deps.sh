@@ -2,7 +2,9 @@
 # System packages Homarus uses: bubblewrap (the Linux sandbox for exec), python3.11-doc (the
 # reST sources of the Python docs, the data of bench/memory_retrieval_bench.py), and chromium (the
 # headless browser of the Control UI tests in tests/webui; never needed at run time), and libmagic1
-# (python-magic's library, which the personal WhatsApp engine, neonize, loads). Installed with apt
+# (python-magic's library, which the personal WhatsApp engine, neonize, loads), and postgresql (the
+# server binaries the storage tests start a throw-away cluster with; a gateway on PostgreSQL talks to
+# a server of the operator's). Installed with apt
 # when we are root and they are missing; otherwise a hint is printed and the feature reports itself
 # unavailable.
 set -u
@@ -12,6 +14,7 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)  # the TLS tests make their certificate with it
 ldconfig -p 2>/dev/null | grep -q 'libmagic\.so\.1 ' || missing+=(libmagic1)  # neonize imports python-magic
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)  # tests/storage start one
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

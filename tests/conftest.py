@@ -88,6 +88,7 @@ def run_gateway(
     def target() -> None:
         async def main() -> None:
             loops.append(asyncio.get_running_loop())
+            await gateway.open_storage()
             task = asyncio.create_task(server.serve())
             while not server.started and not task.done():
                 await asyncio.sleep(0.005)

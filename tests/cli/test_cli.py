@@ -616,6 +616,7 @@ PARSED_ALIKE = [
     ["memory", "status"],
     ["skills", "list"],
     ["security", "audit", "--json"],
+    ["cluster", "status", "--json"],
 ]
 
 

@@ -190,6 +190,13 @@ def test_restart_required_keys(paths: StatePaths, change: dict[str, Any], restar
     assert result.restart_required == restart
 
 
+def test_changing_the_storage_needs_a_restart(paths: StatePaths) -> None:
+    store = seed(paths, "{gateway: {port: 18789}}")
+    url = "postgresql://u:p@db.example/assistant"
+    result = store.replace({"gateway": {"port": 18789}, "storage": {"backend": "postgres", "postgres": {"url": url}}})
+    assert result.restart_required == ("storage",)
+
+
 def test_restart_required_when_port_removed(paths: StatePaths) -> None:
     store = seed(paths, "{gateway: {port: 1234}}")
     assert store.set_path("gateway.port", None).restart_required == ("gateway.port",)

@@ -14,7 +14,7 @@ from typing import Any
 
 from homarus.config.loader import StatePaths
 from homarus.config.values import resolve_bind_host
-from homarus.errors import ConfigError
+from homarus.errors import ConfigError, HomarusError
 
 __all__ = ["dispatch"]
 
@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "pairing": ("pairing_command", "homarus.cli.pairing_cmd:run_pairing"),
     "mcp": ("mcp_command", "homarus.cli.mcp_cmd:run_mcp"),
     "devices": ("devices_command", "homarus.cli.devices_cmd:run_devices"),
+    "cluster": ("cluster_command", "homarus.cli.cluster_cmd:run_cluster"),
     "migrate": ("migrate_command", "homarus.cli.migrate_cmd:run_migrate"),
     "security": ("security_command", "homarus.cli.security_cmd:run_security"),
     "cron": ("cron_command", "homarus.cli.cron_cmd:run_cron"),
@@ -127,6 +128,9 @@ def _gateway_run(args: argparse.Namespace, paths: StatePaths) -> int:
         asyncio.run(serve(gateway, on_ready=ready, log_level=args.log_level))
     except OSError as exc:
         _err(f"{exc}. Is another gateway running (homarus gateway status)? Another port: --port or gateway.port")
+        return 1
+    except HomarusError as exc:  # the storage could not be had (storage.backend: postgres)
+        _err(f"cannot start: {exc.message}")
         return 1
     finally:
         for sig, handler in previous.items():

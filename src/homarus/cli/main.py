@@ -34,6 +34,11 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("memory", "the agent's memory index: status, (re)index, search", "memory_cmd:add_memory_parser"),
     ("skills", "list, inspect, install or remove skills", "skills_cmd:add_skills_parser"),
     ("security", "audit this installation's security settings", "security_cmd:add_security_parser"),
+    (
+        "cluster",
+        "the gateways sharing one PostgreSQL database (storage.backend: postgres)",
+        "cluster_cmd:add_cluster_parser",
+    ),
 )
 COMMAND_NAMES: tuple[str, ...] = tuple(name for name, _, _ in _COMMANDS)
 

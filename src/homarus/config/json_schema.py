@@ -19,7 +19,7 @@ from homarus.config.schema import SECTIONS, section_model
 __all__ = ["RESTART_PATHS", "config_json_schema", "lookup"]
 
 #: what only a restart applies (``config.store``: the socket is bound once)
-RESTART_PATHS: Final = ("gateway.port", "gateway.bind")
+RESTART_PATHS: Final = ("gateway.port", "gateway.bind", "storage")
 _MAX_CHILDREN: Final = 200
 
 

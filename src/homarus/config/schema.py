@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from homarus.config.plugins import PluginsConfig
     from homarus.config.session import SessionConfig
     from homarus.config.skills import SkillsConfig
+    from homarus.config.storage import StorageConfig
     from homarus.config.tools import ToolsConfig
     from homarus.config.ui import UiConfig
 
@@ -58,6 +59,7 @@ SECTIONS: Final[dict[str, str]] = {
     "mcp": "homarus.config.mcp:McpConfig",
     "browser": "homarus.config.browser:BrowserConfig",
     "ui": "homarus.config.ui:UiConfig",
+    "storage": "homarus.config.storage:StorageConfig",
 }
 #: editor hint, ignored by the gateway (JSON Schema URL)
 SCHEMA_KEY: Final = "$schema"
@@ -230,6 +232,10 @@ class HomarusConfig:
     @property
     def ui(self) -> UiConfig:
         return self.section("ui")  # type: ignore[return-value]
+
+    @property
+    def storage(self) -> StorageConfig:
+        return self.section("storage")  # type: ignore[return-value]
 
 
 def _unknown_agent(loc: tuple[str | int, ...], agent_id: str) -> InitErrorDetails:

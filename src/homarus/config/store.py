@@ -53,8 +53,9 @@ class WriteResult:
     restart_required: tuple[str, ...]
 
 
-# Keys whose change only takes effect when the gateway restarts (the socket is already bound).
-_RESTART_KEYS = (("gateway", "port"), ("gateway", "bind"))
+# Keys whose change only takes effect when the gateway restarts (the socket is already bound, the
+# database joined at start).
+_RESTART_KEYS = (("gateway", "port"), ("gateway", "bind"), ("storage",))
 
 
 class ConfigStore:

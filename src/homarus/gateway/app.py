@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
     from homarus.config.store import ConfigStore
+    from homarus.storage.cluster import Cluster
 
 __all__ = ["Gateway", "GatewayOptions"]
 
@@ -61,6 +62,8 @@ class Gateway(LazyServices, GatewayContext):
         self.options = options or GatewayOptions()
         self.started_at = time.time()
         self.boot_id = str(uuid.uuid4())
+        #: the gateways sharing this one's PostgreSQL database (``storage.backend: postgres``)
+        self.cluster: Cluster | None = None
         self.shutting_down = False
         #: startup finished (a config change may now start services it did not need before)
         self._serving = False
@@ -157,6 +160,30 @@ class Gateway(LazyServices, GatewayContext):
         return self.presence.state_version()
 
     # -- lifecycle ----------------------------------------------------------------------------------
+    async def open_storage(self) -> None:
+        """With ``storage.backend: postgres``: connect, migrate the schema and join the cluster,
+        before the port is bound, so a database that cannot be had stops the start with its reason
+        (``StorageUnavailable``, ``SchemaTooNew``)."""
+        if self.cluster is not None or not self.config.present("storage"):
+            return  # the embedded default: nothing to import or open
+        storage = self.config.storage
+        if storage.backend != "postgres":
+            return
+        from homarus import __version__
+        from homarus.storage.cluster import Cluster
+
+        pg = storage.postgres
+        assert pg.url is not None  # the config requires it with this backend
+        self.cluster = await Cluster.join(
+            pg.url.get_secret_value(),
+            version=__version__,
+            ttl_s=pg.member_ttl_seconds,
+            pool_min=pg.pool_min,
+            pool_max=pg.pool_max,
+            timeout_s=pg.connect_timeout_seconds,
+            statement_timeout_ms=pg.statement_timeout_ms,
+        )
+
     async def startup(self) -> None:
         self.loop_health.start()
         _ = self.journal
@@ -205,6 +232,8 @@ class Gateway(LazyServices, GatewayContext):
         the first client and the first run need (a worker thread: the loop keeps answering)."""
         self.options.port = port
         self.warm_up = self.spawn(self._warm_up())
+        if self.cluster is not None:
+            _ = self.spawn(self.cluster.listening(port))
         if self.built("hooks") and self.hooks.has("gateway_start"):
             from homarus.plugins.events import GatewayStartEvent
 
@@ -284,6 +313,8 @@ class Gateway(LazyServices, GatewayContext):
         await self._close_services()
 
     async def _close_services(self) -> None:
+        if self.cluster is not None:
+            await self.cluster.leave()
         if self.built("journal"):
             self.journal.close()
         if self.built("sessions"):

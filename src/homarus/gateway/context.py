@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from homarus.security.ratelimit import SlidingWindowBudget
     from homarus.security.ssrf import GuardedClient
     from homarus.sessions.manager import SessionManager
+    from homarus.storage.cluster import Cluster
     from homarus.tools.base import ToolRegistry
     from homarus.tools.process import HostBackend
     from homarus.tools.sandbox_sessions import SandboxSessions
@@ -148,6 +149,8 @@ class GatewayContext(GatewayServices, ABC):
 
     paths: StatePaths
     options: GatewayOptions
+    #: the gateways sharing one PostgreSQL database (None with the embedded storage)
+    cluster: Cluster | None
     boot_id: str
     started_at: float
     shutting_down: bool

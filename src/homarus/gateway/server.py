@@ -139,6 +139,7 @@ async def serve(
 ) -> None:
     server = make_server(gateway, log_level=log_level)
     _check_free(gateway.host, server.config.port)  # uvicorn would sys.exit() from inside the loop
+    await gateway.open_storage()  # a database that cannot be had stops the start, before the port is bound
     task = asyncio.create_task(server.serve())
     while not server.started and not task.done():  # noqa: ASYNC110 - uvicorn exposes no started event
         await asyncio.sleep(0.005)

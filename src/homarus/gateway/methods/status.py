@@ -66,6 +66,8 @@ async def status(call: MethodCall, params: StatusParams) -> dict[str, Any]:
         # runs the last process accepted and did not finish: queued again, resumed, interrupted
         "recovery": gw.recovery.summary(),
     }
+    # where the state lives; with PostgreSQL, the gateways sharing it (docs/scale-out.md)
+    out["storage"] = await gw.cluster.status() if gw.cluster is not None else {"backend": "embedded"}
     if params.include_cli_projection:
         out["cliProjection"] = _cli_projection(call)
     out["pid"] = os.getpid()  # as the original, to any reader: it names no file and no secret
