@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from homarus.config.storage import StorageConfig
 from tests.conftest import TEST_TOKEN, run_gateway
 from tests.gateway_process import free_port, run_cli, scrubbed_env, start_gateway, stop_gracefully, write_config
+from tests.pg_cluster import pg_cluster
 from tests.wsclient import open_client
 
 
@@ -145,3 +146,22 @@ async def test_the_embedded_default_reports_itself_and_touches_no_database(tmp_p
         assert shown.returncode == 0 and shown.stdout.startswith("storage: embedded"), shown.stderr
         assert "psycopg" not in gw.stderr
         assert stop_gracefully(gw) == 0
+
+
+async def test_the_database_going_away_is_reported_at_once_and_its_return_noticed(tmp_path: Path) -> None:
+    with pg_cluster() as own, run_gateway(tmp_path / "gw", config=_config(own.url())) as gw:  # own server: stopped here
+        c = await _client(gw.url)
+        assert (await _status(c))["storage"]["healthy"] is True
+        own.stop("immediate")
+        started = asyncio.get_running_loop().time()
+        away = (await _status(c))["storage"]
+        assert asyncio.get_running_loop().time() - started < 3.0  # status does not hang on the database
+        assert away["healthy"] is False and "is unavailable" in away["error"] and own.password not in away["error"]
+        assert (await c.request("health"))["ok"]  # the gateway goes on answering
+        own.start()
+
+        async def back() -> bool:
+            s = (await _status(c))["storage"]
+            return bool(s["healthy"] and s.get("alive") == 1)
+
+        await _wait_for(back, "the database's return to be noticed")

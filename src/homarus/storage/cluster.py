@@ -27,6 +27,8 @@ log = logging.getLogger("homarus.storage")
 
 #: rows of members unseen for this long are removed (a killed gateway's leftover)
 FORGET_AFTER_S = 24 * 3600
+#: how long ``status`` waits for a connection before it reports the database away
+STATUS_WAIT_S = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,8 +136,8 @@ class Cluster:
         with contextlib.suppress(StorageUnavailable):
             await self.beat()
 
-    async def members(self) -> list[Member]:
-        async with self.db.connection() as conn:
+    async def members(self, timeout_s: float | None = None) -> list[Member]:
+        async with self.db.connection(timeout_s) as conn:
             cur = await conn.execute(
                 """SELECT id, host, pid, port, version,
                           (extract(epoch FROM started_at) * 1000)::bigint,
@@ -157,7 +159,7 @@ class Cluster:
             "healthy": self.healthy,
         }
         try:
-            members = await self.members()
+            members = await self.members(STATUS_WAIT_S)  # status answers at once, the database or not
         except StorageUnavailable as exc:
             out["healthy"] = False
             out["error"] = exc.message

@@ -99,13 +99,14 @@ class Database:
         return cls(pool, at, url)
 
     @contextlib.asynccontextmanager
-    async def connection(self) -> AsyncIterator[AsyncConnection[Any]]:
-        """A connection of the pool; a lost or refused one is :class:`StorageUnavailable`."""
+    async def connection(self, timeout_s: float | None = None) -> AsyncIterator[AsyncConnection[Any]]:
+        """A connection of the pool (waiting at most ``timeout_s``, else the pool's timeout); a lost
+        or refused one is :class:`StorageUnavailable`."""
         import psycopg
         from psycopg_pool import PoolTimeout
 
         try:
-            async with self.pool.connection() as conn:
+            async with self.pool.connection(timeout=timeout_s) as conn:
                 yield conn
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise StorageUnavailable(
