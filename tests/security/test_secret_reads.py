@@ -85,6 +85,8 @@ CONFIG: dict[str, Any] = {
         }
     },
     "skills": {"entries": {"weather": {"env": {"WEATHER_KEY": s("skillenv")}}}},
+    # the URL a PostgreSQL backend would use (the backend stays embedded: no database is reached)
+    "storage": {"postgres": {"url": "postgresql://homarus:" + s("pgpassword") + "@db.example/homarus"}},
     "tools": {"web": {"search": {"apiKey": s("searchkey")}}},
 }
 SECRETS = [
@@ -96,6 +98,7 @@ SECRETS = [
     *(s(n) for n in ("slackbot", "slackapp", "slacksign", "slackbot2", "slackapp2", "slacksign2")),
     *(s(n) for n in ("waaccess", "wasecret", "waverify", "waaccess2", "wasecret2", "waverify2")),
     *(s(n) for n in ("mcpenv", "mcpheader", "urlpassword", "providerkey", "providerheader", "skillenv", "searchkey")),
+    s("pgpassword"),
 ]
 
 
