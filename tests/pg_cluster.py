@@ -65,7 +65,7 @@ class PgCluster:
         """A fresh database; its URL."""
         env = {**os.environ, "PGPASSWORD": self.password}
         subprocess.run(
-            [str(self.bin.parent / "bin" / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", USER, name],
+            [str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", USER, name],
             env=env,
             capture_output=True,
             text=True,

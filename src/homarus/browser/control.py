@@ -27,10 +27,16 @@ if TYPE_CHECKING:
 
 __all__ = ["ROUTES", "BrowserControl", "UnsupportedRoute"]
 
-#: the routes answered here (method, path)
-ROUTES: Final = frozenset(
-    {("GET", "/"), ("GET", "/doctor"), ("GET", "/profiles"), ("GET", "/tabs"), ("POST", "/start"), ("POST", "/stop")}
-)
+#: the routes answered here: (method, path) → the name of its handler on BrowserControl, which takes
+#: the profile's agent (``/profiles`` lists them all and takes none)
+ROUTES: Final = {
+    ("GET", "/"): "_status",
+    ("GET", "/doctor"): "_doctor",
+    ("GET", "/profiles"): "_profiles",
+    ("GET", "/tabs"): "_tabs",
+    ("POST", "/start"): "_start",
+    ("POST", "/stop"): "_stop",
+}
 #: the profile colour the original's CLI prints (Homarus's browsers have no accent colour)
 COLOR: Final = "#FF4500"
 NO_CDP: Final = "none (Playwright drives Chromium over a pipe)"
@@ -61,19 +67,13 @@ class BrowserControl:
         path = "/" + path.strip().strip("/") if path.strip() not in ("", "/") else "/"
         if method not in ("GET", "POST", "DELETE"):
             raise InvalidRequest("method must be GET, POST, or DELETE")
-        if (method, path) not in ROUTES:
+        name = ROUTES.get((method, path))
+        if name is None:
             raise UnsupportedRoute(method, path)
         if path == "/profiles":
-            return {"profiles": [self._profile_row(agent) for agent in self.agents]}
-        agent = self._agent(query.get("profile"))
-        handlers: dict[str, Callable[[str], Awaitable[dict[str, Any]]]] = {
-            "/": self._status,
-            "/doctor": self._doctor,
-            "/tabs": self._tabs,
-            "/start": self._start,
-            "/stop": self._stop,
-        }
-        return await handlers[path](agent)
+            return self._profiles()
+        handler: Callable[[str], Awaitable[dict[str, Any]]] = getattr(self, name)
+        return await handler(self._agent(query.get("profile")))
 
     def _agent(self, profile: object) -> str:
         if profile is None or profile == "":
@@ -88,6 +88,9 @@ class BrowserControl:
             return None
         browser = self.hub().existing(agent)
         return browser if browser is not None and browser.running else None
+
+    def _profiles(self) -> dict[str, Any]:
+        return {"profiles": [self._profile_row(agent) for agent in self.agents]}
 
     def _profile_row(self, agent: str) -> dict[str, Any]:
         browser = self._running(agent)
