@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import threading
+import uuid
 import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from homarus.config.paths import StatePaths
 from homarus.config.store import ConfigStore
 from homarus.gateway.app import Gateway, GatewayOptions
 from homarus.gateway.server import GatewayServer, make_server
+from tests.pg_cluster import PgCluster, pg_binaries, pg_cluster
 from tests.wsclient import close_all
 
 TEST_TOKEN = "test-token-0123456789abcdef"
@@ -134,6 +136,21 @@ def collect_loop_garbage() -> None:
 async def _close_ws_clients() -> AsyncIterator[None]:
     yield
     await close_all()
+
+
+@pytest.fixture(scope="session")
+def pg() -> Iterator[PgCluster]:
+    """A real PostgreSQL (tests/pg_cluster.py), one for the whole session."""
+    if pg_binaries() is None:
+        pytest.skip("no PostgreSQL server installed (apt-get install postgresql; make install does it)")
+    with pg_cluster() as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def pg_url(pg: PgCluster) -> str:
+    """A fresh database of the session's PostgreSQL."""
+    return pg.create_database(f"t_{uuid.uuid4().hex[:12]}")
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ import os
 import secrets
 import sqlite3
 import tempfile
+import time
 from pathlib import Path
 
 __all__ = ["atomic_write", "atomic_write_at", "ensure_private_dir", "open_durable_sqlite"]
@@ -29,10 +30,28 @@ def open_durable_sqlite(path: Path) -> sqlite3.Connection:
     ensure_private_dir(path.parent)
     os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=FULL")
     db.execute("PRAGMA busy_timeout=10000")
+    _switch_to_wal(db)
+    db.execute("PRAGMA synchronous=FULL")
     return db
+
+
+def _switch_to_wal(db: sqlite3.Connection, patience_s: float = 10.0) -> None:
+    """``journal_mode=WAL``, waiting for others: while another connection converts a new file,
+    SQLite answers "database is locked" at once instead of calling the busy handler, so several
+    processes (or stores) opening one new database together must retry for themselves."""
+    deadline = time.monotonic() + patience_s
+    pause = 0.005
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                db.close()
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def ensure_private_dir(path: Path) -> Path:

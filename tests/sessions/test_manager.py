@@ -121,7 +121,9 @@ def test_a_runs_status_may_skip_the_sync_but_a_new_entry_never_does(mgr: Session
 
     key = mgr.resolve_key("x")
     assert mgr.ensure(key, update={"status": "running"}, synced=False).created
-    writer = mgr.store("main")._writing()
+    store = mgr.store("main")
+    assert isinstance(store, SessionStore)
+    writer = store._writing()
     assert writer.unsynced_commits == 0  # a new entry: synced all the same
     mgr.ensure(key, update={"status": "running"}, synced=False)
     assert writer.unsynced_commits == 1

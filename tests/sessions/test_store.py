@@ -364,7 +364,7 @@ def test_an_import_that_fails_half_way_leaves_the_json_and_no_rows(
             raise OSError("disk went away")
         return real(entry, sort_keys=True).encode()
 
-    monkeypatch.setattr(store_mod, "_encode", fail_on_the_sixth)
+    monkeypatch.setattr(store_mod, "encode_entry", fail_on_the_sixth)
     with pytest.raises(OSError, match="disk went away"):
         SessionStore(directory).read()
     monkeypatch.undo()

@@ -14,8 +14,8 @@ from homarus.errors import Unavailable
 from homarus.messages import Context, Done, Message, StreamError, StreamOptions, UserMessage
 from homarus.plugins import events as ev
 from homarus.providers.registry import ResolvedModel
+from homarus.sessions.backend import TranscriptLog
 from homarus.sessions.manager import SessionManager
-from homarus.sessions.transcript import Transcript
 
 __all__ = ["RunCompactor"]
 
@@ -25,7 +25,7 @@ class RunCompactor:
         self,
         *,
         sessions: SessionManager,
-        transcript: Transcript,
+        transcript: TranscriptLog,
         model: ResolvedModel,
         active: ActiveRun,
         translator: EventTranslator,

@@ -8,11 +8,11 @@ from typing import Any
 from homarus.agents.compaction import summary_message
 from homarus.agents.resume import aborted_results
 from homarus.messages import AssistantMessage, Message, ToolCall, ToolResultMessage, message_from_json
-from homarus.sessions.transcript import Transcript
+from homarus.sessions.backend import TranscriptLog
 
 __all__ = ["EntryIds", "answer_open_calls", "load_history", "persist_messages", "previous_summary"]
 
-#: where :func:`load_history` keeps its state in ``Transcript.derived`` (entry ids are never this)
+#: where :func:`load_history` keeps its state in ``TranscriptLog.derived`` (entry ids are never this)
 _STATE_KEY = "#history"
 
 
@@ -73,11 +73,11 @@ class EntryIds:
         return next((i for m, i in zip(self._history, self._ids, strict=False) if m is message), "")
 
 
-def load_history(transcript: Transcript) -> tuple[list[Message], list[str]]:
+def load_history(transcript: TranscriptLog) -> tuple[list[Message], list[str]]:
     """(messages for the model, their entry ids). The latest compaction replaces what it summarised;
     every tool call without a result gets an "interrupted" one right after its turn.
 
-    Only the entries added since the last call are converted (``Transcript.derived`` keeps the
+    Only the entries added since the last call are converted (``TranscriptLog.derived`` keeps the
     rest with the cached view it came from); a compaction among them starts over from it."""
     entries = transcript.read().entries
     kept = transcript.derived.get(_STATE_KEY)
@@ -129,14 +129,14 @@ def answer_open_calls(messages: list[Message], ids: list[str]) -> tuple[list[Mes
     return state.result()
 
 
-def previous_summary(transcript: Transcript) -> str | None:
+def previous_summary(transcript: TranscriptLog) -> str | None:
     for entry in reversed(transcript.read().entries):
         if entry.get("type") == "compaction":
             return str(entry.get("summary", ""))
     return None
 
 
-def persist_messages(transcript: Transcript, messages: list[Message], **extra: Any) -> list[dict[str, Any]]:
+def persist_messages(transcript: TranscriptLog, messages: list[Message], **extra: Any) -> list[dict[str, Any]]:
     """Append messages as one all-or-nothing write (a tool call and its results land together)."""
     if not messages:
         return []

@@ -36,9 +36,9 @@ if TYPE_CHECKING:
     from homarus.plugins.runner import HookRunner
     from homarus.providers.registry import ModelRegistry
     from homarus.queue.lanes import LaneQueue
+    from homarus.sessions.backend import TranscriptLog
     from homarus.sessions.keys import SessionKey
     from homarus.sessions.manager import SessionManager, SessionRef
-    from homarus.sessions.transcript import Transcript
 
 __all__ = ["TRIMMED", "CompactHost", "CompactReport", "compact_session"]
 
@@ -136,7 +136,7 @@ async def _summarise(
     host: CompactHost,
     key: SessionKey,
     ref: SessionRef,
-    transcript: Transcript,
+    transcript: TranscriptLog,
     active: ActiveRun,
     history: list[Message],
     ids: list[str],
@@ -188,7 +188,7 @@ async def _summarise(
     )
 
 
-def _trim(transcript: Transcript, history: list[Message], ids: list[str], max_messages: int) -> CompactReport:
+def _trim(transcript: TranscriptLog, history: list[Message], ids: list[str], max_messages: int) -> CompactReport:
     """Keep the newest ``max_messages`` messages (more when the cut would split a tool call from
     its result) behind a note that earlier ones were trimmed."""
     if len(history) <= max_messages:

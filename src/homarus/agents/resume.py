@@ -28,7 +28,7 @@ from homarus.messages import (
 )
 
 if TYPE_CHECKING:
-    from homarus.sessions.transcript import Transcript
+    from homarus.sessions.backend import TranscriptLog
 
 __all__ = ["INTERRUPTED_TOOL_TEXT", "ResumePoint", "close_interrupted", "interrupted_notice", "resume_point"]
 
@@ -82,7 +82,7 @@ def interrupted_notice(what: str) -> AssistantMessage:
     return AssistantMessage([TextContent(text)], api="gateway", provider="homarus", model="gateway-notice")
 
 
-def close_interrupted(transcript: Transcript, run_id: str, notice: AssistantMessage | None) -> ResumePoint:
+def close_interrupted(transcript: TranscriptLog, run_id: str, notice: AssistantMessage | None) -> ResumePoint:
     """End a run that will not continue: its open tool calls recorded as aborted, then ``notice``.
 
     One append, tagged with the run id; nothing is written when the run left nothing to close and

@@ -58,8 +58,8 @@ if TYPE_CHECKING:
     from homarus.config.schema import HomarusConfig
     from homarus.plugins.runner import HookRunner
     from homarus.providers.registry import ModelRegistry, ResolvedModel
+    from homarus.sessions.backend import TranscriptLog
     from homarus.sessions.manager import SessionManager, SessionRef
-    from homarus.sessions.transcript import Transcript
     from homarus.skills.prompt import SkillsPrompt
     from homarus.tools.base import Tool, ToolRegistry
 
@@ -247,7 +247,7 @@ class Turn:
         rt, req, key, cfg = self.rt, self.req, self.key, self.cfg
         override = await self.phases.resolve_model(req.message)
         self.override = override
-        self.transcript: Transcript = rt.sessions.transcript_for(self.ref)
+        self.transcript: TranscriptLog = rt.sessions.transcript_for(self.ref)
         self.entry_ids = EntryIds(self.history, self.ids)
         prepare = rt.wiring.tool_prepare  # starts lazy tool servers (MCP) for this agent
         hidden: set[str] = await prepare(key.agent_id) if prepare is not None else set()
@@ -514,7 +514,7 @@ class Turn:
     async def _sync_transcript(self) -> None:
         """Make the run's unsynced message durable; nothing (no trip to a worker) after a synced
         append, the usual case once a reply was written."""
-        transcript: Transcript | None = self.__dict__.get("transcript")
+        transcript: TranscriptLog | None = self.__dict__.get("transcript")
         if transcript is not None and transcript.unsynced:
             await run_on_lane(transcript.sync)
 
@@ -536,7 +536,7 @@ def _as_is(message: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def write_messages(
-    transcript: Transcript,
+    transcript: TranscriptLog,
     filter_write: Callable[[dict[str, Any]], dict[str, Any] | None],
     run_id: str,
     messages: list[Message],

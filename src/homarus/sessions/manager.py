@@ -12,7 +12,6 @@ Blocking file I/O: the gateway calls these methods through ``asyncio.to_thread``
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from collections import OrderedDict
@@ -24,10 +23,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from homarus.errors import InvalidRequest, NotFound
+from homarus.sessions.backend import EmbeddedSessions, SessionBackend, SessionIndex, TranscriptLog
 from homarus.sessions.entry import SessionEntry
 from homarus.sessions.keys import SessionKey, parse_session_key, valid_session_id
-from homarus.sessions.store import Maintenance, SessionStore
-from homarus.sessions.transcript import Transcript
+from homarus.sessions.store import Maintenance
 
 __all__ = ["DEFAULT_TRANSCRIPT_CACHE_BYTES", "MAX_TRANSCRIPT_HANDLES", "SessionManager", "SessionRef", "now_ms"]
 
@@ -66,17 +65,19 @@ class SessionManager:
         maintenance: Maintenance | None = None,
         workspace: str | None = None,
         transcript_cache_bytes: int = DEFAULT_TRANSCRIPT_CACHE_BYTES,
+        backend: SessionBackend | None = None,
     ) -> None:
         self.state_dir = state_dir
+        self.backend: SessionBackend = backend or EmbeddedSessions()
         self.agent_ids = tuple(agent_ids)
         self.default_agent = default_agent
         self.main_key = main_key
         self.maintenance = maintenance or Maintenance()
         self.workspace = workspace
-        self._stores: dict[str, SessionStore] = {}
+        self._stores: dict[str, SessionIndex] = {}
         # handles keep what appends need to know (ids, open tool calls); the most recently used
         # are kept, so a gateway with 100,000 sessions does not hold them all
-        self._transcripts: OrderedDict[tuple[str, str], Transcript] = OrderedDict()
+        self._transcripts: OrderedDict[tuple[str, str], TranscriptLog] = OrderedDict()
         self._dirs: dict[str, Path] = {}
         self.transcript_cache_bytes = transcript_cache_bytes
         self._lookups = 0
@@ -88,10 +89,10 @@ class SessionManager:
             path = self._dirs[agent_id] = self.state_dir / "agents" / agent_id / "sessions"
         return path
 
-    def store(self, agent_id: str) -> SessionStore:
+    def store(self, agent_id: str) -> SessionIndex:
         store = self._stores.get(agent_id)
         if store is None:
-            store = SessionStore(self.sessions_dir(agent_id), maintenance=self.maintenance)
+            store = self.backend.index(agent_id, self.sessions_dir(agent_id), self.maintenance)
             self._stores[agent_id] = store
         return store
 
@@ -101,12 +102,12 @@ class SessionManager:
         for store in stores.values():
             store.close()
 
-    def transcript(self, agent_id: str, session_id: str) -> Transcript:
+    def transcript(self, agent_id: str, session_id: str) -> TranscriptLog:
         handles = self._transcripts
         t = handles.get((agent_id, session_id))
         if t is None:
             path = self.sessions_dir(agent_id) / f"{valid_session_id(session_id)}.jsonl"
-            t = handles[agent_id, session_id] = Transcript(path)
+            t = handles[agent_id, session_id] = self.backend.transcript(agent_id, session_id, path)
             if len(handles) > MAX_TRANSCRIPT_HANDLES:
                 handles.popitem(last=False)  # one still in use keeps working: it rereads a file that grew
         else:
@@ -136,7 +137,7 @@ class SessionManager:
             "transcriptCacheBytes": sum(h.cached_bytes for h in self._transcripts.values()),
         }
 
-    def transcript_for(self, ref: SessionRef) -> Transcript:
+    def transcript_for(self, ref: SessionRef) -> TranscriptLog:
         return self.transcript(ref.agent_id, ref.entry.session_id)
 
     # -- keys -----------------------------------------------------------------------------
@@ -154,7 +155,7 @@ class SessionManager:
     def main_session_key(self, agent_id: str | None = None) -> SessionKey:
         return self.resolve_key(None, agent_id)
 
-    def _store_for(self, key: SessionKey) -> SessionStore:
+    def _store_for(self, key: SessionKey) -> SessionIndex:
         if not key.agent_id:
             raise InvalidRequest(f'session key "{key}" is not bound to an agent')
         return self.store(key.agent_id)
@@ -296,13 +297,9 @@ class SessionManager:
 
     def _archive(self, agent_id: str, session_id: str, suffix: str) -> str | None:
         path = self.sessions_dir(agent_id) / f"{session_id}.jsonl"
-        target = path.with_name(f"{path.name}.{suffix}.{now_ms()}")
-        try:
-            os.replace(path, target)
-        except FileNotFoundError:
-            return None
+        archived = self.backend.archive(agent_id, session_id, path, f"{suffix}.{now_ms()}")
         self._transcripts.pop((agent_id, session_id), None)
-        return str(target)
+        return archived
 
 
 # fields a reset keeps: who the session is and how it is configured, not what it did

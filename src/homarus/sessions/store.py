@@ -47,7 +47,21 @@ from homarus.fs import open_durable_sqlite
 from homarus.group_commit import Database
 from homarus.sessions.entry import SessionEntry
 
-__all__ = ["DB_NAME", "LEGACY_NAME", "Entries", "Maintenance", "SessionStore", "StoreCorrupt"]
+__all__ = [
+    "DB_NAME",
+    "LEGACY_NAME",
+    "Change",
+    "Entries",
+    "Maintenance",
+    "SessionStore",
+    "StoreCorrupt",
+    "ValidatedReads",
+    "checked_entry",
+    "decode_entry",
+    "encode_entry",
+    "updated_at_of",
+    "valid_entries",
+]
 
 log = logging.getLogger("homarus.sessions")
 
@@ -99,7 +113,28 @@ class Maintenance:
     max_entries: int = 500
 
 
-class SessionStore:
+class ValidatedReads:
+    """The typed reads of an index, from its raw ones (``get_raw``, ``read``)."""
+
+    @property
+    def location(self) -> str:
+        raise NotImplementedError
+
+    def read(self) -> Entries:
+        raise NotImplementedError
+
+    def get_raw(self, key: str) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def get(self, key: str) -> SessionEntry | None:
+        raw = self.get_raw(key)
+        return checked_entry(key, raw) if raw is not None else None
+
+    def entries(self) -> dict[str, SessionEntry]:
+        return valid_entries(self.read(), self.location)
+
+
+class SessionStore(ValidatedReads):
     """The session index of one agent's sessions directory (``<dir>/sessions.sqlite``)."""
 
     def __init__(self, directory: Path, *, maintenance: Maintenance | None = None) -> None:
@@ -115,6 +150,10 @@ class SessionStore:
         self._warned_at = -1e9
 
     @property
+    def location(self) -> str:
+        return str(self.path)
+
+    @property
     def is_open(self) -> bool:
         return self._db.is_open
 
@@ -124,24 +163,11 @@ class SessionStore:
         with self._reading() as db:
             if db is None:
                 return {}
-            return {key: _decode(key, raw) for key, raw in self._query(db, "SELECT key, entry FROM sessions")}
+            return {key: decode_entry(key, raw) for key, raw in self._query(db, "SELECT key, entry FROM sessions")}
 
     def get_raw(self, key: str) -> dict[str, Any] | None:
         with self._reading() as db:
             return None if db is None else self._row(db, key)
-
-    def get(self, key: str) -> SessionEntry | None:
-        raw = self.get_raw(key)
-        return _entry(key, raw) if raw is not None else None
-
-    def entries(self) -> dict[str, SessionEntry]:
-        out = {}
-        for key, raw in self.read().items():
-            try:
-                out[key] = SessionEntry.model_validate(raw)
-            except ValidationError:
-                log.warning("skipping invalid session entry %s in %s", key, self.path)
-        return out
 
     def count(self) -> int:
         with self._reading() as db:
@@ -177,15 +203,15 @@ class SessionStore:
     def _update_op(self, key: str, change: Change) -> Callable[[sqlite3.Connection], dict[str, Any] | None]:
         def op(db: sqlite3.Connection) -> dict[str, Any] | None:
             current = self._row(db, key)
-            before = _encode(current) if current is not None else None
+            before = encode_entry(current) if current is not None else None
             after = change(None if current is None else orjson.loads(before or b"{}"))
-            encoded = _encode(after) if after is not None else None
+            encoded = encode_entry(after) if after is not None else None
             if encoded == before:
                 return after
             if after is None:
                 db.execute("DELETE FROM sessions WHERE key = ?", (key,))
             else:
-                db.execute(_UPSERT, (key, _updated_at(after), encoded))
+                db.execute(_UPSERT, (key, updated_at_of(after), encoded))
             self._maintain(db)
             return after
 
@@ -199,7 +225,7 @@ class SessionStore:
             for key, value in entries.items():
                 cur = db.execute(
                     "INSERT INTO sessions (key, updated_at, entry) VALUES (?, ?, ?) ON CONFLICT(key) DO NOTHING",
-                    (key, _updated_at(value), _encode(value)),
+                    (key, updated_at_of(value), encode_entry(value)),
                 )
                 if cur.rowcount:
                     added.append(key)
@@ -234,7 +260,7 @@ class SessionStore:
             for key, value in legacy.items():
                 db.execute(
                     _UPSERT + " WHERE sessions.updated_at IS NULL OR excluded.updated_at > sessions.updated_at",
-                    (key, _updated_at(value), _encode(value)),
+                    (key, updated_at_of(value), encode_entry(value)),
                 )
         target = self.legacy_path.with_name(f"{LEGACY_NAME}.imported.{int(time.time() * 1000)}")
         with contextlib.suppress(FileNotFoundError):  # another process imported it at the same time
@@ -243,7 +269,7 @@ class SessionStore:
 
     def _row(self, db: sqlite3.Connection, key: str) -> dict[str, Any] | None:
         rows = self._query(db, "SELECT entry FROM sessions WHERE key = ?", (key,))
-        return _decode(key, rows[0][0]) if rows else None
+        return decode_entry(key, rows[0][0]) if rows else None
 
     def _query(self, db: sqlite3.Connection, sql: str, args: tuple[Any, ...] = ()) -> list[Any]:
         try:
@@ -308,11 +334,11 @@ def _read_legacy(path: Path) -> Entries | None:
     return data
 
 
-def _encode(entry: dict[str, Any]) -> bytes:
+def encode_entry(entry: dict[str, Any]) -> bytes:
     return orjson.dumps(entry, option=orjson.OPT_SORT_KEYS)
 
 
-def _decode(key: str, raw: bytes | str) -> dict[str, Any]:
+def decode_entry(key: str, raw: bytes | str) -> dict[str, Any]:
     try:
         value = orjson.loads(raw)
     except ValueError:
@@ -322,13 +348,25 @@ def _decode(key: str, raw: bytes | str) -> dict[str, Any]:
     return value
 
 
-def _entry(key: str, raw: dict[str, Any]) -> SessionEntry:
+def valid_entries(raw: Entries, where: str) -> dict[str, SessionEntry]:
+    """The entries that validate; the others are skipped, each with a warning (a listing shows
+    what it can rather than failing on one bad row)."""
+    out = {}
+    for key, value in raw.items():
+        try:
+            out[key] = SessionEntry.model_validate(value)
+        except ValidationError:
+            log.warning("skipping invalid session entry %s in %s", key, where)
+    return out
+
+
+def checked_entry(key: str, raw: dict[str, Any]) -> SessionEntry:
     try:
         return SessionEntry.model_validate(raw)
     except ValidationError as exc:
         raise StoreCorrupt(f"session entry {key!r} is invalid: {exc.errors()[0]['msg']}") from None
 
 
-def _updated_at(entry: dict[str, Any]) -> int | None:
+def updated_at_of(entry: dict[str, Any]) -> int | None:
     value = entry.get("updatedAt")
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else None

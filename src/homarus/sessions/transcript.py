@@ -14,30 +14,23 @@ from __future__ import annotations
 
 import contextlib
 import os
-import secrets
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
 from homarus.errors import InvalidRequest, RuntimeFailure
 from homarus.fs import ensure_private_dir
 from homarus.locking import fd_lock
-from homarus.sessions.transcript_schema import CURRENT_VERSION, ENTRY_ADAPTER
+from homarus.sessions.transcript_rules import AppendState, iso_now, new_header, prepare, track
 
-__all__ = ["Transcript", "TranscriptView", "TranscriptWriteError", "iso_now"]
+__all__ = ["CachedTranscript", "Transcript", "TranscriptView", "TranscriptWriteError", "iso_now"]
 
 
 class TranscriptWriteError(RuntimeFailure):
     """The disk refused the write (full, read-only...); the file is left as it was."""
-
-
-def iso_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass(slots=True)
@@ -50,34 +43,25 @@ class TranscriptView:
     bad_lines: list[int] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class _State:
-    """What appends need to know, cached per file and refreshed when its size changes."""
+class CachedTranscript:
+    """What every transcript handle keeps between calls, whatever stores it: the last view read
+    (with how far it reached and its size in stored bytes), what readers derived from it, and the
+    append state. ``_view`` is (position, bytes, view): a file's inode and size, or a table's
+    entry count, then the bytes the view was parsed from."""
 
-    size: int
-    clean_size: int
-    last_id: str | None
-    ids: set[str]
-    open_tool_calls: set[str]
-    answered: set[str]
-
-
-class Transcript:
-    """One ``<sessionId>.jsonl``. Methods block on file I/O: call them from a worker thread."""
-
-    def __init__(self, path: Path, *, lock_timeout: float = 10.0) -> None:
+    def __init__(self, path: Path, lock_timeout: float) -> None:
         self.path = path
         self.lock_timeout = lock_timeout
-        self._state: _State | None = None
+        self._state: AppendState | None = None
         self._view: tuple[int, int, TranscriptView] | None = None
         #: what readers derived from the cached view, by a key of each reader's (see :attr:`derived`)
         self._derived: dict[str, Any] = {}
-        #: an append with ``synced=False`` wrote lines no fsync has covered yet (see :meth:`sync`)
+        #: an append with ``synced=False`` wrote entries nothing has made durable yet (see ``sync``)
         self.unsynced = False
 
     @property
     def cached_bytes(self) -> int:
-        """About what this handle keeps in memory, in file bytes: those its cached view was parsed
+        """About what this handle keeps in memory, in stored bytes: those its cached view was parsed
         from (parsed, ~4x that), and a quarter more for each reader that derived something from it
         (the model history's messages take about as much memory as the file itself, measured with
         tracemalloc; a provider's wire form of them somewhat less)."""
@@ -85,7 +69,7 @@ class Transcript:
         return size + size // 4 * len(self._derived)
 
     def forget_cache(self) -> None:
-        """Drop the cached view and append state (the next read or append rebuilds them from the file)."""
+        """Drop the cached view and append state (the next read or append rebuilds them)."""
         self._view = None
         self._state = None
         self._derived = {}
@@ -95,9 +79,16 @@ class Transcript:
         """What readers derived from the cached view, by a key of each reader's (the model history,
         ``agents/history.py``): kept as long as that view, so a reader extends its value with the
         entries added since instead of going over the whole transcript again. Entries are never
-        changed once written (the file is append-only); whatever replaces the view (another file at
-        the path, a torn line re-read, :meth:`forget_cache`) empties it."""
+        changed once written (transcripts are append-only); whatever replaces the view (another
+        file at the path, a torn line re-read, :meth:`forget_cache`) empties it."""
         return self._derived
+
+
+class Transcript(CachedTranscript):
+    """One ``<sessionId>.jsonl``. Methods block on file I/O: call them from a worker thread."""
+
+    def __init__(self, path: Path, *, lock_timeout: float = 10.0) -> None:
+        super().__init__(path, lock_timeout)
 
     # -- reading ------------------------------------------------------------------------
     def read(self) -> TranscriptView:
@@ -139,18 +130,18 @@ class Transcript:
     def exists(self) -> bool:
         return self.path.exists()
 
+    def stamp(self) -> tuple[int, int] | None:
+        """Changes when the transcript does (None: there is none): the file's inode and size."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_size
+
     # -- writing ------------------------------------------------------------------------
     def create(self, session_id: str, *, cwd: str | None = None, parent_session: str | None = None) -> None:
         """Write the header line; an existing file is left alone."""
-        header: dict[str, Any] = {
-            "type": "session",
-            "version": CURRENT_VERSION,
-            "id": session_id,
-            "timestamp": iso_now(),
-            "cwd": cwd or "",
-        }
-        if parent_session:
-            header["parentSession"] = parent_session
+        header = new_header(session_id, cwd=cwd, parent_session=parent_session)
         ensure_private_dir(self.path.parent)
         try:
             fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
@@ -184,7 +175,7 @@ class Transcript:
                 if state.size == 0:
                     raise InvalidRequest(f"transcript {self.path.name} does not exist; create it first")
                 try:
-                    staged = [self._prepare(e, state) for e in entries]
+                    staged = [prepare(e, state) for e in entries]
                     blob = b"".join(orjson.dumps(e) + b"\n" for e in staged)
                     if state.clean_size < state.size:  # only once the new lines are known to be valid
                         self._set_aside_torn_tail(state)
@@ -199,36 +190,6 @@ class Transcript:
         finally:
             os.close(fd)
 
-    def _prepare(self, raw: dict[str, Any], state: _State) -> dict[str, Any]:
-        entry = dict(raw)
-        entry.setdefault("timestamp", iso_now())
-        explicit_id = entry.get("id") is not None
-        if not explicit_id:
-            entry["id"] = _new_id(state.ids)
-        explicit_parent = "parentId" in entry
-        if not explicit_parent:
-            entry["parentId"] = state.last_id
-        try:
-            ENTRY_ADAPTER.validate_python(entry)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise InvalidRequest(f"invalid transcript entry at {where}: {first['msg']}") from None
-        # after validation: id and parentId are strings (or None) here, never unhashable values
-        if explicit_id and entry["id"] in state.ids:
-            raise InvalidRequest(f"duplicate transcript entry id {entry['id']!r}")
-        if explicit_parent and entry["parentId"] is not None and entry["parentId"] not in state.ids:
-            raise InvalidRequest(f"parentId {entry['parentId']!r} is not an entry of this transcript")
-        message = entry.get("message") if entry.get("type") == "message" else None
-        if isinstance(message, dict) and message.get("role") == "toolResult":
-            call_id = message["toolCallId"]
-            if call_id not in state.open_tool_calls:
-                why = "was already answered" if call_id in state.answered else "has no matching tool call"
-                raise InvalidRequest(f"tool result for {call_id!r} {why}")
-        # track at once so a batch can answer a tool call it also contains
-        _track(state, entry)
-        return entry
-
     def sync(self) -> None:
         """Make durable what appends with ``synced=False`` wrote (nothing to do after a synced one)."""
         if not self.unsynced:
@@ -242,7 +203,7 @@ class Transcript:
             os.close(fd)
         self.unsynced = False
 
-    def _write(self, fd: int, blob: bytes, state: _State, synced: bool = True) -> None:
+    def _write(self, fd: int, blob: bytes, state: AppendState, synced: bool = True) -> None:
         try:
             _write_all(fd, blob)
             if synced:
@@ -254,7 +215,7 @@ class Transcript:
             self._state = None
             raise TranscriptWriteError(f"cannot append to transcript {self.path.name}: {exc.strerror}") from None
 
-    def _set_aside_torn_tail(self, state: _State) -> None:
+    def _set_aside_torn_tail(self, state: AppendState) -> None:
         with open(self.path, "rb+") as f:
             f.seek(state.clean_size)
             tail = f.read()
@@ -270,36 +231,17 @@ class Transcript:
             os.fsync(f.fileno())
         state.size = state.clean_size
 
-    def _load_state(self, size: int) -> _State:
+    def _load_state(self, size: int) -> AppendState:
         if size == 0:
-            return _State(0, 0, None, set(), set(), set())
+            return AppendState(0, 0)
         if self._state is not None and self._state.size == size:
             return self._state
         view = _parse(self.path.read_bytes())
-        state = _State(size, size - len(view.torn_tail), None, set(), set(), set())
+        state = AppendState(size, size - len(view.torn_tail))
         for entry in view.entries:
-            _track(state, entry)
+            track(state, entry)
         self._state = state
         return state
-
-
-def _track(state: _State, entry: dict[str, Any]) -> None:
-    entry_id = entry.get("id")
-    if isinstance(entry_id, str):
-        state.ids.add(entry_id)
-        state.last_id = entry_id
-    message = entry.get("message") if entry.get("type") == "message" else None
-    if not isinstance(message, dict):
-        return
-    if message.get("role") == "assistant" and isinstance(message.get("content"), list):
-        for block in message["content"]:
-            if isinstance(block, dict) and block.get("type") == "toolCall" and isinstance(block.get("id"), str):
-                state.open_tool_calls.add(block["id"])
-    elif message.get("role") == "toolResult":
-        call_id = message.get("toolCallId")
-        if isinstance(call_id, str):
-            state.open_tool_calls.discard(call_id)
-            state.answered.add(call_id)
 
 
 def _copy(view: TranscriptView) -> TranscriptView:
@@ -327,13 +269,6 @@ def _parse(data: bytes, *, first_line: bool = True) -> TranscriptView:
         else:
             entries.append(obj)
     return TranscriptView(header, entries, tail, bad)
-
-
-def _new_id(taken: set[str]) -> str:
-    while True:
-        candidate = secrets.token_hex(4)
-        if candidate not in taken:
-            return candidate
 
 
 def _write_all(fd: int, data: bytes) -> None:

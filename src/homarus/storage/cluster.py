@@ -18,6 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from homarus.storage.blocking import BlockingDatabase
 from homarus.storage.database import Database, StorageUnavailable
 from homarus.storage.migrations import migrate
 
@@ -63,6 +64,8 @@ class Cluster:
     ttl_s: float
     schema_version: int
     version: str
+    #: the same database for code in worker threads (sessions, transcripts); connects on first use
+    blocking: BlockingDatabase
     port: int | None = None
     healthy: bool = True
     _beat: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -87,7 +90,11 @@ class Cluster:
             schema, applied = await migrate(db)
             if applied:
                 log.info("storage: schema of %s migrated to version %d (applied %s)", db.where, schema, applied)
-            cluster = cls(db, f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}", ttl_s, schema, version)
+            member = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+            blocking = BlockingDatabase(
+                url, max_size=pool_max, timeout_s=timeout_s, statement_timeout_ms=statement_timeout_ms
+            )
+            cluster = cls(db, member, ttl_s, schema, version, blocking)
             await cluster._register()
         except BaseException:
             await db.close()
@@ -178,4 +185,5 @@ class Cluster:
             async with asyncio.timeout(self.ttl_s):
                 async with self.db.connection() as conn:
                     await conn.execute("DELETE FROM gateway_members WHERE id = %s", (self.member_id,))
+        await asyncio.to_thread(self.blocking.close)
         await self.db.close()

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from psycopg import AsyncConnection
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["Database", "StorageUnavailable", "where"]
+__all__ = ["Database", "StorageUnavailable", "scrub", "where"]
 
 
 class StorageUnavailable(Unavailable):
@@ -41,7 +41,7 @@ def where(url: str) -> str:
     return f"{host}:{parts.get('port') or 5432}/{parts.get('dbname') or parts.get('user') or ''}"
 
 
-def _scrub(message: str, url: str) -> str:
+def scrub(message: str, url: str) -> str:
     """The driver's message without the password, should it ever quote the URL."""
     from psycopg.conninfo import conninfo_to_dict
 
@@ -86,7 +86,7 @@ class Database:
         try:
             probe = await psycopg.AsyncConnection.connect(url, **kwargs)
         except psycopg.Error as exc:
-            raise StorageUnavailable(f"PostgreSQL at {at} is unavailable: {_scrub(str(exc), url)}") from None
+            raise StorageUnavailable(f"PostgreSQL at {at} is unavailable: {scrub(str(exc), url)}") from None
         await probe.close()
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             url, min_size=min_size, max_size=max_size, kwargs=kwargs, timeout=timeout_s, open=False, name="homarus"
@@ -95,7 +95,7 @@ class Database:
             await pool.open(wait=True, timeout=timeout_s)
         except Exception as exc:
             await pool.close()
-            raise StorageUnavailable(f"PostgreSQL at {at} is unavailable: {_scrub(str(exc), url)}") from None
+            raise StorageUnavailable(f"PostgreSQL at {at} is unavailable: {scrub(str(exc), url)}") from None
         return cls(pool, at, url)
 
     @contextlib.asynccontextmanager
@@ -110,7 +110,7 @@ class Database:
                 yield conn
         except (psycopg.OperationalError, PoolTimeout) as exc:
             raise StorageUnavailable(
-                f"PostgreSQL at {self.where} is unavailable: {_scrub(str(exc), self.url)}"
+                f"PostgreSQL at {self.where} is unavailable: {scrub(str(exc), self.url)}"
             ) from None
 
     async def close(self) -> None:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -136,19 +135,11 @@ def _read(gateway: GatewayContext, key: SessionKey) -> _Snapshot:
     if ref is None:
         return _Snapshot(key, None, [], {"deleted": True}, None)
     transcript = gateway.sessions.transcript_for(ref)
-    stamp = _stamp(transcript.path)
+    stamp = transcript.stamp()
     view = transcript.read()
     rows = [r for r in (_row(m) for m in visible_messages(view.entries)) if r is not None]
     extra = {"thinkingLevel": ref.entry.thinking_level, "verboseLevel": ref.entry.verbose_level}
     return _Snapshot(key, ref.entry.session_id, rows, extra, stamp)
-
-
-def _stamp(path: os.PathLike[str]) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return st.st_ino, st.st_size
 
 
 def _row(message: dict[str, Any]) -> dict[str, Any] | None:
@@ -186,7 +177,7 @@ async def _live(gateway: GatewayContext, key: SessionKey, limit: int) -> AsyncIt
                     await watch.changed.wait()
             except TimeoutError:
                 ref = await asyncio.to_thread(gateway.sessions.get, key)
-                stamp = _stamp(gateway.sessions.transcript_for(ref).path) if ref is not None else None
+                stamp = gateway.sessions.transcript_for(ref).stamp() if ref is not None else None
                 if ref is not None and ref.entry.session_id == snap.session_id and stamp == snap.stamp:
                     continue
             watch.changed.clear()

@@ -244,7 +244,7 @@ async def sessions_list(call: MethodCall, p: ListParams) -> dict[str, Any]:
     cfg = call.gateway.config
     return {
         "ts": int(time.time() * 1000),
-        "path": str(mgr.store(p.agent_id or cfg.agents.default_id).path),
+        "path": mgr.store(p.agent_id or cfg.agents.default_id).location,
         "count": len(rows),
         "defaults": {"modelProvider": None, "model": None, "contextTokens": None},
         "sessions": rows,
@@ -388,7 +388,7 @@ async def sessions_patch(call: MethodCall, p: SessionPatch) -> dict[str, Any]:
     entry = ref.entry
     return {
         "ok": True,
-        "path": str(mgr.store(key.agent_id).path),
+        "path": mgr.store(key.agent_id).location,
         "key": key.canonical,
         "entry": entry.to_json(),
         "resolved": {

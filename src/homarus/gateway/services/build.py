@@ -52,6 +52,11 @@ def sessions(gw: GatewayContext) -> SessionManager:
 
     cfg = gw.config
     m = cfg.session.maintenance
+    backend = None
+    if gw.cluster is not None:  # storage.backend postgres: the sessions every gateway shares
+        from homarus.sessions.pg_backend import PostgresSessions
+
+        backend = PostgresSessions(gw.cluster.blocking)
     return SessionManager(
         gw.paths.state_dir,
         agent_ids=cfg.agents.ids,
@@ -60,6 +65,7 @@ def sessions(gw: GatewayContext) -> SessionManager:
         maintenance=Maintenance(m.mode, m.prune_after_ms, m.max_entries),
         workspace=cfg.agents.defaults.workspace,
         transcript_cache_bytes=cfg.session.transcript_cache_mb * 1024 * 1024,
+        backend=backend,
     )
 
 

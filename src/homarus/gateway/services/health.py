@@ -35,7 +35,7 @@ def session_summary(gateway: GatewayContext, agent_id: str) -> dict[str, Any]:
         {"key": key, "updatedAt": updated, "age": None if updated is None else max(0, now - updated)}
         for key, updated in rows
     ]
-    return {"path": str(store.path), "count": count, "recent": recent}
+    return {"path": store.location, "count": count, "recent": recent}
 
 
 def build_health(gateway: GatewayContext) -> dict[str, Any]:
