@@ -617,6 +617,7 @@ PARSED_ALIKE = [
     ["skills", "list"],
     ["security", "audit", "--json"],
     ["cluster", "status", "--json"],
+    ["storage", "migrate", "--from", "embedded", "--to", "postgres", "--dry-run"],
 ]
 
 

@@ -227,3 +227,22 @@ def test_the_originals_whatsapp_session_directory_is_not_carried() -> None:
         "channels.whatsapp.authDir": WHATSAPP_SESSION,
         "channels.whatsapp.accounts.work.authDir": WHATSAPP_SESSION,
     }
+
+
+async def test_with_postgres_the_sessions_go_into_the_database(tmp_path: Path, pg_url: str) -> None:
+    src = source(tmp_path)
+    home = tmp_path / "gw" / "state"
+    home.mkdir(parents=True, mode=0o700)
+    storage = {"backend": "postgres", "postgres": {"url": pg_url}}
+    (home / "homarus.json").write_text(json.dumps({"storage": storage}))
+    migrate(tmp_path, src)
+    assert not (home / "agents" / "main" / "sessions").exists()  # nothing written beside the database
+    again = migrate(tmp_path, src)
+    assert set(actions(again, "session").values()) == {"skip"}  # found in the database
+    with run_gateway(tmp_path / "fresh", config={"storage": storage}) as gw:
+        client = await open_client(gw.url)
+        assert (await client.handshake(TEST_TOKEN))["ok"]
+        listed = (await client.request("sessions.list"))["payload"]["sessions"]
+        assert {"agent:main:main", "agent:main:work"} <= {s["key"] for s in listed}
+        history = (await client.request("chat.history", {"sessionKey": "main"}))["payload"]["messages"]
+        assert history[0]["content"] == "hello from the migration fixture"

@@ -39,6 +39,7 @@ COMMANDS: dict[str, tuple[str | None, str]] = {
     "mcp": ("mcp_command", "homarus.cli.mcp_cmd:run_mcp"),
     "devices": ("devices_command", "homarus.cli.devices_cmd:run_devices"),
     "cluster": ("cluster_command", "homarus.cli.cluster_cmd:run_cluster"),
+    "storage": ("storage_command", "homarus.cli.storage_cmd:run_storage"),
     "migrate": ("migrate_command", "homarus.cli.migrate_cmd:run_migrate"),
     "security": ("security_command", "homarus.cli.security_cmd:run_security"),
     "cron": ("cron_command", "homarus.cli.cron_cmd:run_cron"),

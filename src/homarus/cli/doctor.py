@@ -9,11 +9,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from homarus.config.loader import LoadedConfig, StatePaths, load_config
+from homarus.config.schema import HomarusConfig
 from homarus.config.values import is_loopback_host, resolve_bind_host
 from homarus.errors import ConfigError, HomarusError
 from homarus.locking import read_lock_info
 from homarus.security.token_store import read_token
-from homarus.sessions.store import SessionStore
+from homarus.sessions.store import Maintenance, SessionStore
 from homarus.sessions.transcript import Transcript
 
 __all__ = ["run_doctor", "run_doctor_command"]
@@ -79,6 +80,8 @@ def _check(paths: StatePaths, *, quiet: bool = False) -> int:
     _doctor_sessions(paths.state_dir, report)
     if loaded is None:
         return 1
+    if loaded.config.storage.backend == "postgres":
+        _doctor_postgres(loaded.config, report)
     cfg = loaded.config.gateway
     host = resolve_bind_host(cfg.bind)
     try:
@@ -130,6 +133,24 @@ def _doctor_state_dir(paths: StatePaths, report: Report) -> None:
         )
     else:
         report("ok", f"state dir {paths.state_dir} is private (mode {stat.S_IMODE(st.st_mode):o})")
+
+
+def _doctor_postgres(config: HomarusConfig, report: Report) -> None:
+    """The database answers, and its schema is one this Homarus can run on (brought up to date,
+    as a gateway does at start); how many sessions it keeps."""
+    from homarus.cli.storage_cmd import postgres_sessions
+    from homarus.storage.database import where
+
+    assert config.storage.postgres.url is not None  # the config requires it with this backend
+    at = where(config.storage.postgres.url.get_secret_value())
+    try:
+        with postgres_sessions(config) as sessions:
+            counts = {a: sessions.index(a, Path(), Maintenance()).count() for a in config.agents.ids}
+    except HomarusError as exc:
+        report("fail", f"storage: {exc.message}")
+        return
+    held = ", ".join(f"{agent} {n}" for agent, n in counts.items())
+    report("ok", f"storage: PostgreSQL at {at} answers, schema up to date; sessions: {held}")
 
 
 def _doctor_sessions(state_dir: Path, report: Report) -> None:

@@ -39,6 +39,7 @@ _COMMANDS: tuple[tuple[str, str, str], ...] = (
         "the gateways sharing one PostgreSQL database (storage.backend: postgres)",
         "cluster_cmd:add_cluster_parser",
     ),
+    ("storage", "move the state into PostgreSQL (storage migrate)", "storage_cmd:add_storage_parser"),
 )
 COMMAND_NAMES: tuple[str, ...] = tuple(name for name, _, _ in _COMMANDS)
 

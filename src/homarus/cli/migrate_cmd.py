@@ -9,10 +9,13 @@ gateway first: the session store and the cron store are written directly.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from homarus.errors import HomarusError
 
 if TYPE_CHECKING:
     from homarus.config.paths import StatePaths
@@ -35,7 +38,8 @@ def run_migrate(args: argparse.Namespace, paths: StatePaths) -> int:
     from homarus.config.loader import load_config
     from homarus.migrate.apply import apply, plan
     from homarus.migrate.source import read_state
-    from homarus.sessions.store import SessionStore
+    from homarus.sessions.backend import EmbeddedSessions, SessionBackend
+    from homarus.sessions.store import Maintenance
 
     if args.migrate_command != "openclaw":
         return fail("usage: homarus migrate openclaw [--from DIR] [--dry-run]", 2)
@@ -49,23 +53,32 @@ def run_migrate(args: argparse.Namespace, paths: StatePaths) -> int:
     def sessions_dir(agent_id: str) -> Path:
         return paths.state_dir / "agents" / agent_id / "sessions"
 
-    existing: set[str] = set()
-    for rec in state.sessions:
-        store = SessionStore(sessions_dir(rec.agent_id))
-        try:
-            existing |= {str(e.get("sessionId")) for e in store.read().values()}
-        finally:
-            store.close()
-    cron_path = cfg.cron.store_path(paths.state_dir)
-    jobs: set[str] = set()
-    if cron_path.is_file():
-        from homarus.cron.store import CronStore
+    try:
+        with contextlib.ExitStack() as stack:
+            sessions: SessionBackend = EmbeddedSessions()
+            if cfg.storage.backend == "postgres":  # the sessions go where the gateway keeps them
+                from homarus.cli.storage_cmd import postgres_sessions
 
-        jobs = set(CronStore(cron_path).load())
-    the_plan = plan(state, paths, workspace=workspace, existing_sessions=existing, existing_jobs=jobs)
-    backups: list[str] = []
-    if not args.dry_run:
-        backups = apply(the_plan, paths, sessions_dir=sessions_dir, cron_store=cron_path)
+                sessions = stack.enter_context(postgres_sessions(cfg))
+            existing: set[str] = set()
+            for agent_id in sorted({rec.agent_id for rec in state.sessions}):
+                store = sessions.index(agent_id, sessions_dir(agent_id), Maintenance())
+                try:
+                    existing |= {str(e.get("sessionId")) for e in store.read().values()}
+                finally:
+                    store.close()
+            cron_path = cfg.cron.store_path(paths.state_dir)
+            jobs: set[str] = set()
+            if cron_path.is_file():
+                from homarus.cron.store import CronStore
+
+                jobs = set(CronStore(cron_path).load())
+            the_plan = plan(state, paths, workspace=workspace, existing_sessions=existing, existing_jobs=jobs)
+            backups: list[str] = []
+            if not args.dry_run:
+                backups = apply(the_plan, paths, sessions_dir=sessions_dir, cron_store=cron_path, sessions=sessions)
+    except HomarusError as exc:
+        return fail(f"cannot migrate: {exc.message}")
     _print(args, the_plan, source, backups)
     return 0
 

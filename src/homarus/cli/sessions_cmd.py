@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -17,17 +20,29 @@ from homarus.sessions.views import message_text, session_row, visible_messages
 __all__ = ["run_sessions"]
 
 
-def _manager(paths: StatePaths) -> SessionManager:
+@contextmanager
+def _manager(paths: StatePaths) -> Iterator[SessionManager]:
+    """The sessions where the gateway keeps them: the state directory, or with ``storage.backend:
+    postgres`` the database (its schema brought up to date first, as a gateway does at start)."""
     cfg = load_config(paths).config
     m = cfg.session.maintenance
-    return SessionManager(
-        paths.state_dir,
-        agent_ids=cfg.agents.ids,
-        default_agent=cfg.agents.default_id,
-        main_key=cfg.session.main_key,
-        maintenance=Maintenance(m.mode, m.prune_after_ms, m.max_entries),
-        workspace=cfg.agents.defaults.workspace,
-    )
+    with contextlib.ExitStack() as stack:
+        backend = None
+        if cfg.storage.backend == "postgres":
+            from homarus.cli.storage_cmd import postgres_sessions
+
+            backend = stack.enter_context(postgres_sessions(cfg))
+        mgr = SessionManager(
+            paths.state_dir,
+            agent_ids=cfg.agents.ids,
+            default_agent=cfg.agents.default_id,
+            main_key=cfg.session.main_key,
+            maintenance=Maintenance(m.mode, m.prune_after_ms, m.max_entries),
+            workspace=cfg.agents.defaults.workspace,
+            backend=backend,
+        )
+        stack.callback(mgr.close)
+        yield mgr
 
 
 def _when(ms: int) -> str:
@@ -35,29 +50,31 @@ def _when(ms: int) -> str:
 
 
 def run_sessions(args: argparse.Namespace, paths: StatePaths) -> int:
-    mgr = _manager(paths)
-    sub = args.sessions_command
     try:
-        if sub == "list":
-            return _list(mgr, args)
-        if sub == "show":
-            return _show(mgr, args)
-        if sub == "reset":
-            ref, archived = mgr.reset(mgr.resolve_key(args.key))
-            print(
-                f"reset {ref.key}: new session {ref.entry.session_id}" + (f"; archived {archived}" if archived else "")
-            )
-            return 0
-        if sub == "delete":
-            deleted, archived_files = mgr.delete(mgr.resolve_key(args.key), delete_transcript=not args.keep_transcript)
-            if not deleted:
-                print(f"homarus: no such session: {args.key}", file=sys.stderr)
-                return 1
-            print(f"deleted {args.key}" + (f"; archived {', '.join(archived_files)}" if archived_files else ""))
-            return 0
+        with _manager(paths) as mgr:
+            return _run(mgr, args)
     except HomarusError as exc:
         print(f"homarus: {exc.message}", file=sys.stderr)
         return 1
+
+
+def _run(mgr: SessionManager, args: argparse.Namespace) -> int:
+    sub = args.sessions_command
+    if sub == "list":
+        return _list(mgr, args)
+    if sub == "show":
+        return _show(mgr, args)
+    if sub == "reset":
+        ref, archived = mgr.reset(mgr.resolve_key(args.key))
+        print(f"reset {ref.key}: new session {ref.entry.session_id}" + (f"; archived {archived}" if archived else ""))
+        return 0
+    if sub == "delete":
+        deleted, archived_files = mgr.delete(mgr.resolve_key(args.key), delete_transcript=not args.keep_transcript)
+        if not deleted:
+            print(f"homarus: no such session: {args.key}", file=sys.stderr)
+            return 1
+        print(f"deleted {args.key}" + (f"; archived {', '.join(archived_files)}" if archived_files else ""))
+        return 0
     print("usage: homarus sessions {list,show,reset,delete}", file=sys.stderr)
     return 2
 

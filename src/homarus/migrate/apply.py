@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import ValidationError
 
@@ -29,6 +29,9 @@ from homarus.fs import atomic_write, ensure_private_dir
 from homarus.migrate.config_map import PlanItem, map_config
 from homarus.migrate.source import OpenClawState, SessionRecord
 from homarus.sessions.transcript_schema import CURRENT_VERSION, ENTRY_ADAPTER
+
+if TYPE_CHECKING:
+    from homarus.sessions.backend import SessionBackend
 
 __all__ = ["MigrationPlan", "apply", "plan"]
 
@@ -249,8 +252,16 @@ def _approval_patterns(raw: dict[str, Any]) -> list[str]:
     return patterns
 
 
-def apply(out: MigrationPlan, paths: StatePaths, *, sessions_dir: Callable[[str], Path], cron_store: Path) -> list[str]:
-    """Write what ``out`` carries; returns what was backed up."""
+def apply(
+    out: MigrationPlan,
+    paths: StatePaths,
+    *,
+    sessions_dir: Callable[[str], Path],
+    cron_store: Path,
+    sessions: SessionBackend | None = None,
+) -> list[str]:
+    """Write what ``out`` carries (sessions into ``sessions``, the embedded files by default);
+    returns what was backed up."""
     backups: list[str] = []
     config_path = paths.config_path
     existing: dict[str, Any] = {}
@@ -268,7 +279,7 @@ def apply(out: MigrationPlan, paths: StatePaths, *, sessions_dir: Callable[[str]
         # the file's own mode, never looser than the source had it (a 0600 note stays 0600)
         atomic_write(target, _read_regular(src), mode=(stat.S_IMODE(src.stat().st_mode) & ~0o022) | 0o600)
     if out.sessions:
-        _write_sessions(out, sessions_dir)
+        _write_sessions(out, sessions_dir, sessions)
     if out.cron_jobs:
         _write_cron(out.cron_jobs, cron_store)
     if out.approvals:
@@ -283,17 +294,18 @@ def _read_regular(path: Path) -> bytes:
         return f.read()
 
 
-def _write_sessions(out: MigrationPlan, sessions_dir: Callable[[str], Path]) -> None:
-    from homarus.sessions.store import SessionStore
+def _write_sessions(out: MigrationPlan, sessions_dir: Callable[[str], Path], backend: SessionBackend | None) -> None:
+    from homarus.sessions.backend import EmbeddedSessions, WholeTranscript
+    from homarus.sessions.store import Maintenance
 
+    backend = backend or EmbeddedSessions()
     for agent_id in sorted({rec.agent_id for rec, _, _ in out.sessions}):
-        directory = ensure_private_dir(sessions_dir(agent_id))
+        directory = sessions_dir(agent_id)
         mine = [(rec, lines, entry) for rec, lines, entry in out.sessions if rec.agent_id == agent_id]
         for rec, lines, _entry in mine:  # transcripts first: an entry never names a missing file
-            body = b"".join(json.dumps(line, ensure_ascii=False).encode("utf-8") + b"\n" for line in lines)
-            atomic_write(directory / f"{rec.session_id}.jsonl", body)
-
-        store = SessionStore(directory)
+            path = directory / f"{rec.session_id}.jsonl"
+            backend.import_transcript(WholeTranscript(agent_id, rec.session_id, path, lines[0], lines[1:]))
+        store = backend.index(agent_id, directory, Maintenance())
         try:
             store.add_missing({rec.key: entry for rec, _lines, entry in mine})
         finally:

@@ -9,14 +9,32 @@ builds entries and enforces the rules; a backend only stores.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
+
+from homarus.fs import atomic_write
 from homarus.sessions.entry import SessionEntry
 from homarus.sessions.store import Change, Entries, Maintenance, SessionStore
 from homarus.sessions.transcript import Transcript, TranscriptView
 
-__all__ = ["EmbeddedSessions", "SessionBackend", "SessionIndex", "TranscriptLog"]
+__all__ = ["EmbeddedSessions", "SessionBackend", "SessionIndex", "TranscriptLog", "WholeTranscript"]
+
+
+@dataclass(frozen=True, slots=True)
+class WholeTranscript:
+    """A transcript brought from elsewhere (``homarus migrate``, ``homarus storage migrate``):
+    ``path`` is where the embedded backend keeps it live; ``archived`` the suffix it was set aside
+    under by a reset or a delete, if it was."""
+
+    agent_id: str
+    session_id: str
+    path: Path
+    header: dict[str, Any]
+    entries: list[dict[str, Any]]
+    archived: str | None = None
 
 
 class SessionIndex(Protocol):
@@ -68,6 +86,12 @@ class SessionBackend(Protocol):
         went, or None when there was none."""
         ...
 
+    def import_transcript(self, t: WholeTranscript) -> bool:
+        """Store a whole transcript brought from elsewhere (``homarus migrate``, ``homarus storage
+        migrate``), all or nothing, set aside under ``archived`` if given; False (and nothing
+        written) when one is stored there already."""
+        ...
+
 
 class EmbeddedSessions:
     """``sessions.sqlite`` and ``<sessionId>.jsonl`` files in each agent's sessions directory."""
@@ -77,6 +101,13 @@ class EmbeddedSessions:
 
     def transcript(self, agent_id: str, session_id: str, path: Path) -> TranscriptLog:
         return Transcript(path)
+
+    def import_transcript(self, t: WholeTranscript) -> bool:
+        target = t.path.with_name(f"{t.path.name}.{t.archived}") if t.archived else t.path
+        if target.exists():
+            return False
+        atomic_write(target, b"".join(orjson.dumps(line) + b"\n" for line in [t.header, *t.entries]))
+        return True
 
     def archive(self, agent_id: str, session_id: str, path: Path, suffix: str) -> str | None:
         target = path.with_name(f"{path.name}.{suffix}")

@@ -26,7 +26,7 @@ from homarus.fs import ensure_private_dir
 from homarus.locking import fd_lock
 from homarus.sessions.transcript_rules import AppendState, iso_now, new_header, prepare, track
 
-__all__ = ["CachedTranscript", "Transcript", "TranscriptView", "TranscriptWriteError", "iso_now"]
+__all__ = ["CachedTranscript", "Transcript", "TranscriptView", "TranscriptWriteError", "iso_now", "parse_jsonl"]
 
 
 class TranscriptWriteError(RuntimeFailure):
@@ -106,7 +106,7 @@ class Transcript(CachedTranscript):
                     if cached[1] == st.st_size:
                         return _copy(cached[2])
                     f.seek(cached[1])
-                    more = _parse(f.read(), first_line=False)
+                    more = parse_jsonl(f.read(), first_line=False)
                     view = TranscriptView(
                         cached[2].header,
                         [*cached[2].entries, *more.entries],
@@ -116,7 +116,7 @@ class Transcript(CachedTranscript):
                     size = st.st_size - len(more.torn_tail)
                 else:
                     data = f.read()
-                    view = _parse(data)
+                    view = parse_jsonl(data)
                     size = len(data) - len(view.torn_tail)
                     self._derived = {}  # a new reading of the file: nothing derived before may apply
         except FileNotFoundError:
@@ -236,7 +236,7 @@ class Transcript(CachedTranscript):
             return AppendState(0, 0)
         if self._state is not None and self._state.size == size:
             return self._state
-        view = _parse(self.path.read_bytes())
+        view = parse_jsonl(self.path.read_bytes())
         state = AppendState(size, size - len(view.torn_tail))
         for entry in view.entries:
             track(state, entry)
@@ -248,7 +248,7 @@ def _copy(view: TranscriptView) -> TranscriptView:
     return TranscriptView(view.header, list(view.entries), view.torn_tail, list(view.bad_lines))
 
 
-def _parse(data: bytes, *, first_line: bool = True) -> TranscriptView:
+def parse_jsonl(data: bytes, *, first_line: bool = True) -> TranscriptView:
     cut = data.rfind(b"\n") + 1
     body, tail = data[:cut], data[cut:]
     header: dict[str, Any] | None = None

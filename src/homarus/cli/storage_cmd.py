@@ -1,0 +1,102 @@
+"""``homarus storage migrate --from embedded --to postgres``: move an installation's state into
+the PostgreSQL database of ``storage.postgres.url`` (what is shared there today: every agent's
+sessions and transcripts, ``sessions/transfer.py``); and the PostgreSQL session backend for the
+commands that work without a gateway (``homarus sessions``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from homarus.errors import HomarusError
+
+if TYPE_CHECKING:
+    from homarus.config.paths import StatePaths
+    from homarus.config.schema import HomarusConfig
+    from homarus.sessions.backend import SessionBackend
+
+__all__ = ["add_storage_parser", "postgres_sessions", "run_storage"]
+
+
+def add_storage_parser(st: argparse.ArgumentParser) -> None:
+    sub = st.add_subparsers(dest="storage_command", metavar="SUBCOMMAND")
+    mig = sub.add_parser("migrate", help="copy the embedded state into PostgreSQL (storage.postgres.url)")
+    mig.add_argument("--from", dest="source", choices=["embedded"], required=True, help="where the state is now")
+    mig.add_argument("--to", dest="target", choices=["postgres"], required=True, help="where it goes")
+    mig.add_argument("--dry-run", action="store_true", help="count what would be copied, write nothing")
+    mig.add_argument("--json", action="store_true", help="the report as JSON")
+
+
+async def _migrated_schema(url: str, timeout_s: float) -> int:
+    from homarus.storage.database import Database
+    from homarus.storage.migrations import migrate
+
+    db = await Database.open(url, max_size=1, timeout_s=timeout_s)
+    try:
+        return (await migrate(db))[0]
+    finally:
+        await db.close()
+
+
+@contextmanager
+def postgres_sessions(cfg: HomarusConfig) -> Iterator[SessionBackend]:
+    """The sessions of ``storage.postgres.url``, its schema brought up to date first (as a gateway
+    does at start); raises ``StorageUnavailable`` or ``SchemaTooNew`` with the reason."""
+    from homarus.sessions.pg_backend import PostgresSessions
+    from homarus.storage.blocking import BlockingDatabase
+
+    pg = cfg.storage.postgres
+    if pg.url is None:
+        raise HomarusError("storage.postgres.url is not set (homarus config set storage.postgres.url postgresql://…)")
+    url = pg.url.get_secret_value()
+    asyncio.run(_migrated_schema(url, pg.connect_timeout_seconds))
+    db = BlockingDatabase(
+        url, max_size=2, timeout_s=pg.connect_timeout_seconds, statement_timeout_ms=pg.statement_timeout_ms
+    )
+    try:
+        yield PostgresSessions(db)
+    finally:
+        db.close()
+
+
+def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
+    from homarus.cli.client import fail
+    from homarus.config.loader import load_config
+    from homarus.sessions.transfer import copy_sessions
+
+    if args.storage_command != "migrate":
+        return fail("usage: homarus storage migrate --from embedded --to postgres [--dry-run]", 2)
+    cfg = load_config(paths).config
+    try:
+        with postgres_sessions(cfg) as target:
+            report = copy_sessions(paths.state_dir, target, dry_run=args.dry_run)
+    except HomarusError as exc:
+        return fail(f"cannot migrate: {exc.message}")
+    if args.json:
+        out = {"dryRun": bool(args.dry_run), "agents": [a.to_json() for a in report]}
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        return 0
+    verb = "would copy" if args.dry_run else "copied"
+    if not report:
+        print(f"nothing to copy: no sessions under {paths.state_dir / 'agents'}")
+    for a in report:
+        line = f"agent {a.agent_id}: {a.sessions} session(s), {a.transcripts} transcript(s) ({a.archived} set aside), "
+        line += f"{a.entries} entries"
+        if not args.dry_run:
+            kept = (a.sessions - a.sessions_added) + (a.transcripts - a.transcripts_added)
+            line += f"; {verb} {a.sessions_added} session(s) and {a.transcripts_added} transcript(s)"
+            line += f", {kept} already there (kept)" if kept else ""
+        print(line)
+        for name, count in sorted(a.skipped_lines.items()):
+            print(f"  {name}: {count} line(s) that do not parse, left out")
+    if not args.dry_run and report:
+        print(
+            "the embedded files are left as they were; set storage.backend to postgres and restart the "
+            "gateway (stop it before migrating: what it writes meanwhile is not copied)"
+        )
+    return 0

@@ -1,0 +1,137 @@
+"""``homarus storage migrate --from embedded --to postgres`` on a real PostgreSQL: an embedded
+installation's sessions (live, reset and deleted transcripts, a torn last line) arrive whole, a
+second run changes nothing, a gateway on the database continues the conversation, and
+``homarus sessions`` reads the database once the backend is postgres. Bad cases: no URL, a server
+that is not there (its password never printed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from homarus.sessions.manager import SessionManager
+from tests.conftest import TEST_TOKEN, run_gateway
+from tests.gateway_process import free_port, run_cli, scrubbed_env, write_config
+from tests.wsclient import open_client
+
+
+def _message(role: str, text: str) -> dict[str, Any]:
+    if role == "user":
+        return {"type": "message", "message": {"role": "user", "content": text, "timestamp": 1}}
+    content = [{"type": "text", "text": text}]
+    return {"type": "message", "message": {"role": "assistant", "content": content, "timestamp": 2}}
+
+
+def _embedded_state(state: Path) -> dict[str, str]:
+    """Sessions as an embedded gateway leaves them: main (after a reset), a chat, a deleted one."""
+    mgr = SessionManager(state, agent_ids=("main",))
+    try:
+        main = mgr.resolve_key("main")
+        old = mgr.ensure(main)
+        mgr.transcript_for(old).append(_message("user", "before the reset"))
+        mgr.reset(main)
+        ref = mgr.require(main)
+        mgr.transcript_for(ref).append_many([_message("user", "my name is Ada"), _message("assistant", "Hi Ada.")])
+        chat = mgr.resolve_key("agent:main:chat-2")
+        chat_ref = mgr.ensure(chat, label="Second chat")
+        mgr.transcript_for(chat_ref).append(_message("user", "second chat"))
+        gone = mgr.resolve_key("agent:main:gone")
+        mgr.ensure(gone)
+        mgr.delete(gone)
+        torn = mgr.sessions_dir("main") / f"{chat_ref.entry.session_id}.jsonl"
+        with open(torn, "ab") as f:
+            f.write(b'{"type":"message","mess')  # a crash in the middle of a line
+        return {"main": ref.entry.session_id, "chat": chat_ref.entry.session_id}
+    finally:
+        mgr.close()
+
+
+def _config(state: Path, url: str, backend: str = "embedded") -> None:
+    config = {
+        "gateway": {"auth": {"token": TEST_TOKEN}},
+        "storage": {"backend": backend, "postgres": {"url": url, "connectTimeoutSeconds": 2}},
+    }
+    write_config(state, json.dumps(config))
+
+
+def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: str) -> None:
+    state = tmp_path / "state"
+    ids = _embedded_state(state)
+    _config(state, pg_url)
+    env = scrubbed_env(state)
+
+    dry = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    [agent] = json.loads(dry.stdout)["agents"]
+    assert agent["sessions"] == 2 and agent["transcripts"] == 4 and agent["archived"] == 2
+    assert agent["sessionsAdded"] == 0 and agent["transcriptsAdded"] == 0
+    assert agent["skippedLines"] == {f"{ids['chat']}.jsonl": 1}
+
+    done = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == (
+        "agent main: 2 session(s), 4 transcript(s) (2 set aside), 4 entries; copied 2 session(s) and 4 transcript(s)"
+    )
+    assert lines[1] == f"  {ids['chat']}.jsonl: 1 line(s) that do not parse, left out"
+    assert "the embedded files are left as they were" in lines[2]
+    assert (state / "agents" / "main" / "sessions" / f"{ids['main']}.jsonl").exists()
+
+    again = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres", "--json")
+    [agent] = json.loads(again.stdout)["agents"]
+    assert agent["sessionsAdded"] == 0 and agent["transcriptsAdded"] == 0  # all there already: kept
+
+    _config(state, pg_url, backend="postgres")
+    (state / "agents").rename(tmp_path / "moved-away")  # what follows can only come from the database
+    listed = run_cli(env, "sessions", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(r["key"] for r in json.loads(listed.stdout)) == ["agent:main:chat-2", "agent:main:main"]
+    shown = run_cli(env, "sessions", "show", "main", "--json")
+    assert [m["role"] for m in json.loads(shown.stdout)["messages"]] == ["user", "assistant"]
+
+
+async def test_a_gateway_on_the_database_continues_a_migrated_conversation(tmp_path: Path, pg_url: str) -> None:
+    state = tmp_path / "state"
+    _embedded_state(state)
+    _config(state, pg_url)
+    assert run_cli(scrubbed_env(state), "storage", "migrate", "--from", "embedded", "--to", "postgres").returncode == 0
+    config = {"storage": {"backend": "postgres", "postgres": {"url": pg_url}}}
+    with run_gateway(tmp_path / "fresh", config=config) as gw:
+        c = await open_client(gw.url)
+        assert (await c.handshake(TEST_TOKEN))["ok"]
+        history = (await c.request("chat.history", {"sessionKey": "main"}))["payload"]
+        assert [m["role"] for m in history["messages"]] == ["user", "assistant"]
+        assert history["messages"][0]["content"] == "my name is Ada"
+        chat = (await c.request("chat.history", {"sessionKey": "agent:main:chat-2"}))["payload"]
+        assert chat["messages"][0]["content"] == "second chat"
+
+
+def test_migrate_refuses_without_a_url_or_a_server(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    write_config(state, json.dumps({"gateway": {"auth": {"token": TEST_TOKEN}}}))
+    no_url = run_cli(scrubbed_env(state), "storage", "migrate", "--from", "embedded", "--to", "postgres")
+    assert no_url.returncode == 1
+    assert "cannot migrate: storage.postgres.url is not set" in no_url.stderr
+    secret = "never-print-this-4471"
+    _config(state, f"postgresql://homarus:{secret}@127.0.0.1:{free_port()}/assistant")
+    away = run_cli(scrubbed_env(state), "storage", "migrate", "--from", "embedded", "--to", "postgres")
+    assert away.returncode == 1
+    assert "cannot migrate: PostgreSQL at 127.0.0.1:" in away.stderr and "/assistant is unavailable" in away.stderr
+    assert secret not in away.stderr + away.stdout
+    bad = run_cli(scrubbed_env(state), "storage", "migrate", "--from", "files", "--to", "postgres")
+    assert bad.returncode == 2 and "invalid choice: 'files'" in bad.stderr
+
+
+def test_doctor_checks_the_database(tmp_path: Path, pg_url: str) -> None:
+    state = tmp_path / "state"
+    _config(state, pg_url, backend="postgres")
+    ok = run_cli(scrubbed_env(state), "doctor")
+    assert "[ok  ] storage: PostgreSQL at 127.0.0.1:" in ok.stdout
+    assert "schema up to date; sessions: main 0" in ok.stdout
+    secret = "doctor-must-not-print-5512"
+    _config(state, f"postgresql://homarus:{secret}@127.0.0.1:{free_port()}/assistant", backend="postgres")
+    away = run_cli(scrubbed_env(state), "doctor")
+    assert away.returncode == 1
+    assert "[fail] storage: PostgreSQL at 127.0.0.1:" in away.stdout and "/assistant is unavailable" in away.stdout
+    assert secret not in away.stdout + away.stderr

@@ -1,0 +1,86 @@
+"""Two gateways on one real PostgreSQL serve one assistant's sessions: a conversation started on
+one continues on the other with its whole history, both list the same sessions, and a reset on
+one is seen by the other. Nothing of it is written under either gateway's state directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from homarus.messages import UserMessage
+from homarus.providers.scripted import Reply, ScriptedProvider
+from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
+from tests.wsclient import Client, open_client
+
+MODEL: dict[str, Any] = {
+    "models": {"providers": {"test": {"api": "scripted", "models": [{"id": "m", "contextWindow": 100000}]}}},
+    "agents": {"defaults": {"model": {"primary": "test/m"}}},
+}
+
+
+def _config(url: str) -> dict[str, Any]:
+    return {**MODEL, "storage": {"backend": "postgres", "postgres": {"url": url}}}
+
+
+async def _client(gw: RunningGateway) -> Client:
+    c = await open_client(gw.url)
+    assert (await c.handshake(TEST_TOKEN))["ok"]
+    return c
+
+
+async def _turn(c: Client, key: str, text: str, run_id: str) -> dict[str, Any]:
+    res = await c.request("chat.send", {"sessionKey": key, "message": text, "idempotencyKey": run_id})
+    assert res["ok"], res
+    while True:
+        event = await c.event("chat", timeout=15)
+        if event["payload"].get("runId") == run_id and event["payload"]["state"] in ("final", "error"):
+            payload: dict[str, Any] = event["payload"]
+            return payload
+
+
+def _texts(history: dict[str, Any]) -> list[tuple[str, str]]:
+    out = []
+    for m in history["messages"]:
+        content = m["content"]
+        text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content)
+        out.append((m["role"], text))
+    return out
+
+
+async def test_a_conversation_moves_between_two_gateways_with_its_history(tmp_path: Path, pg_url: str) -> None:
+    with (
+        run_gateway(tmp_path / "a", config=_config(pg_url)) as a,
+        run_gateway(tmp_path / "b", config=_config(pg_url)) as b,
+    ):
+        model_a, model_b = ScriptedProvider([Reply("Hello from A.")]), ScriptedProvider([Reply("B remembers.")])
+        a.gateway.models.overrides["test"] = model_a
+        b.gateway.models.overrides["test"] = model_b
+        ca, cb = await _client(a), await _client(b)
+
+        first = await _turn(ca, "main", "my name is Ada", "run-a1")
+        assert first["state"] == "final"
+        second = await _turn(cb, "main", "what is my name?", "run-b1")
+        assert second["state"] == "final"
+        # b's model got the turn a ran, then the new message
+        users = [m.content for m in model_b.requests[-1].messages if isinstance(m, UserMessage)]
+        assert users[0] == "my name is Ada" and users[-1] == "what is my name?"
+        expected = [
+            ("user", "my name is Ada"),
+            ("assistant", "Hello from A."),
+            ("user", "what is my name?"),
+            ("assistant", "B remembers."),
+        ]
+        for c in (ca, cb):
+            history = (await c.request("chat.history", {"sessionKey": "main"}))["payload"]
+            assert _texts(history) == expected
+            listed = (await c.request("sessions.list", {}))["payload"]
+            assert [s["key"] for s in listed["sessions"]] == ["agent:main:main"]
+            assert listed["path"].startswith("postgresql://127.0.0.1:") and "#sessions/main" in listed["path"]
+
+        reset = await cb.request("sessions.reset", {"key": "main"})
+        assert reset["ok"], reset
+        assert (await ca.request("chat.history", {"sessionKey": "main"}))["payload"]["messages"] == []
+
+        for gw in (a, b):  # the sessions live in the database, not in either state directory
+            sessions = gw.paths.state_dir / "agents" / "main" / "sessions"
+            assert not sessions.exists() or not any(sessions.iterdir())
