@@ -8,6 +8,8 @@ import asyncio
 
 from homarus.agents.request import RunRequest
 from homarus.gateway.app import Gateway
+from homarus.group_commit import GroupCommitter
+from homarus.queue.journal import RunJournal
 from homarus.usecases.runs import run_and_finish, start_run
 
 
@@ -18,10 +20,16 @@ async def _run(gw: Gateway, run_id: str, model: str | None = None) -> str:
     return outcome.status
 
 
+def _writer(gw: Gateway) -> GroupCommitter:
+    journal = gw.journal
+    assert isinstance(journal, RunJournal)  # the embedded one: its group commit is what is measured
+    return journal._writer
+
+
 def test_an_answered_run_ends_in_the_journal_without_a_sync_of_its_own(gw: Gateway) -> None:
     async def main() -> None:
         await _run(gw, "r0")  # opens the stores
-        writer = gw.journal._writer
+        writer = _writer(gw)
         commits, unsynced = writer.commits, writer.unsynced_commits
         assert await _run(gw, "r1") == "ok"
         record = gw.journal.get("r1")
@@ -37,7 +45,7 @@ def test_an_answered_run_ends_in_the_journal_without_a_sync_of_its_own(gw: Gatew
 def test_a_failed_run_ends_synced(gw: Gateway) -> None:
     async def main() -> None:
         await _run(gw, "r0")
-        writer = gw.journal._writer
+        writer = _writer(gw)
         commits, unsynced = writer.commits, writer.unsynced_commits
         status = await _run(gw, "r2", model="nowhere/none")
         assert status == "error"
@@ -54,7 +62,7 @@ def test_an_openai_api_run_is_accepted_without_a_sync(gw: Gateway) -> None:
 
     async def main() -> None:
         await _run(gw, "r0")
-        writer = gw.journal._writer
+        writer = _writer(gw)
         for kind, synced in (("openai", False), ("agent", True)):
             unsynced = writer.unsynced_commits
             req = RunRequest(run_id=f"{kind}-1", session_key=gw.sessions.resolve_key("agent:main:s"), message="hi")

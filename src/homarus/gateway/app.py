@@ -174,7 +174,7 @@ class Gateway(LazyServices, GatewayContext):
 
         pg = storage.postgres
         assert pg.url is not None  # the config requires it with this backend
-        self.cluster = await Cluster.join(
+        cluster = self.cluster = await Cluster.join(
             pg.url.get_secret_value(),
             version=__version__,
             ttl_s=pg.member_ttl_seconds,
@@ -183,6 +183,15 @@ class Gateway(LazyServices, GatewayContext):
             timeout_s=pg.connect_timeout_seconds,
             statement_timeout_ms=pg.statement_timeout_ms,
         )
+        self.lanes.gate = cluster.leases  # a session's runs execute on one gateway at a time
+        from homarus.usecases.run_events import RUN_ENDS, link_run_ends
+
+        link_run_ends(
+            self.run_events,
+            lambda notice: self.spawn(cluster.notices.publish(RUN_ENDS, notice)),
+            lambda handler: cluster.notices.subscribe(RUN_ENDS, handler),
+        )
+        cluster.notices.start()
 
     async def startup(self) -> None:
         self.loop_health.start()
@@ -204,6 +213,12 @@ class Gateway(LazyServices, GatewayContext):
             await self._start_channels()
         self._log_security_findings()
         await resubmit(self, self.recovery)
+        if self.cluster is not None:
+            from homarus.queue.pg_journal import PgRunJournal
+            from homarus.usecases.takeover import take_over
+
+            assert isinstance(self.journal, PgRunJournal)
+            self._tasks.append(asyncio.create_task(take_over(self, self.journal.orphans, self.cluster.ttl_s / 3)))
         settle_heap()  # what start-up made lives as long as the gateway
         self._serving = True
         if self.built("extensions"):

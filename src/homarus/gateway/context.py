@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from homarus.plugins.runner import HookRunner
     from homarus.providers.registry import ModelRegistry
     from homarus.queue.dedupe import DedupeCache
-    from homarus.queue.journal import RunJournal
+    from homarus.queue.journal import Journal
     from homarus.queue.lanes import LaneQueue
     from homarus.security.approvals import ApprovalManager
     from homarus.security.devices import DeviceStore
@@ -113,7 +113,7 @@ class GatewayServices:
     attribute, by the function of the same name in ``services/build.py`` (``SERVICES``)."""
 
     sessions: SessionManager
-    journal: RunJournal
+    journal: Journal
     hooks: HookRunner
     hookmd: HookMdRunner
     injections: InjectionQueue

@@ -26,12 +26,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict, Unpack
+from typing import Any, Protocol, TypedDict, Unpack
 
 from homarus.fs import open_durable_sqlite
 from homarus.group_commit import GroupCommitter
 
-__all__ = ["RunJournal", "RunRecord", "Where"]
+__all__ = ["COLUMNS", "TERMINAL", "Journal", "RunJournal", "RunRecord", "Where", "record_of"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -57,7 +57,7 @@ CREATE INDEX IF NOT EXISTS runs_session ON runs(session_key, accepted_at);
 #: columns added after the first release: (name, definition), added when an older file lacks them
 _ADDED_COLUMNS = (("request", "TEXT"), ("resumes", "INTEGER NOT NULL DEFAULT 0"), ("joined_to", "TEXT"))
 #: every column, in RunRecord's order (a constant: the f-strings below interpolate nothing else)
-_COLUMNS = (
+COLUMNS = (
     "run_id, kind, session_key, agent_id, lane, params, status, accepted_at, started_at, ended_at, result, error,"
     " request, resumes, joined_to"
 )
@@ -107,6 +107,30 @@ class Where(TypedDict, total=False):
     agent_id: str | None
     lane: str | None
     request: dict[str, Any] | None
+
+
+class Journal(Protocol):
+    """What the gateway asks of a run journal: this module's (SQLite, one gateway) or
+    ``queue/pg_journal.py`` (PostgreSQL, shared by the gateways of a cluster)."""
+
+    def close(self) -> None: ...
+    def accept(
+        self, run_id: str, kind: str, params: dict[str, Any], **where: Unpack[Where]
+    ) -> tuple[RunRecord, bool]: ...
+    async def aaccept(
+        self, run_id: str, kind: str, params: dict[str, Any], *, synced: bool = True, **where: Unpack[Where]
+    ) -> tuple[RunRecord, bool]: ...
+    def mark_started(self, run_id: str, joined: Sequence[str] = (), *, synced: bool = False) -> None: ...
+    def finish(self, run_id: str, status: str, *, result: Any = None, error: Any = None) -> None: ...
+    async def afinish(self, run_id: str, status: str, *, result: Any = None, error: Any = None) -> None: ...
+    def finish_soon(
+        self, run_id: str, status: str, *, result: Any = None, error: Any = None, synced: bool = True
+    ) -> asyncio.Future[Any]: ...
+    def get(self, run_id: str) -> RunRecord | None: ...
+    def unfinished(self) -> list[RunRecord]: ...
+    def requeue(self, run_id: str, *, follower: bool = False) -> RunRecord | None: ...
+    def interrupt(self, run_id: str, reason: str) -> RunRecord | None: ...
+    def prune(self, older_than_ms: int) -> int: ...
 
 
 def _now_ms() -> int:
@@ -176,7 +200,7 @@ class RunJournal:
                 return None
             # what a read of the row gives (decoded copies, not the caller's objects)
             row = (run_id, kind, session_key, agent_id, lane, params_text, "accepted", now, None, None, None, None)
-            return _record((*row, request_text, 0, None))
+            return record_of((*row, request_text, 0, None))
 
         return op
 
@@ -237,16 +261,16 @@ class RunJournal:
         with self._read_lock:
             # fetchall, not fetchone: a statement left unfinished keeps its read snapshot open, and
             # the next read on this connection would not see later commits
-            rows = self._reader.execute(f"SELECT {_COLUMNS} FROM runs WHERE run_id=?", (run_id,)).fetchall()  # noqa: S608
-        return _record(rows[0]) if rows else None
+            rows = self._reader.execute(f"SELECT {COLUMNS} FROM runs WHERE run_id=?", (run_id,)).fetchall()  # noqa: S608
+        return record_of(rows[0]) if rows else None
 
     def unfinished(self) -> list[RunRecord]:
         """The runs a previous process accepted and did not finish, in the order they were accepted."""
         with self._read_lock:
             rows = self._reader.execute(
-                f"SELECT {_COLUMNS} FROM runs WHERE status IN ('accepted','running') ORDER BY accepted_at, rowid"  # noqa: S608
+                f"SELECT {COLUMNS} FROM runs WHERE status IN ('accepted','running') ORDER BY accepted_at, rowid"  # noqa: S608
             ).fetchall()
-        return [_record(r) for r in rows]
+        return [record_of(r) for r in rows]
 
     def requeue(self, run_id: str, *, follower: bool = False) -> RunRecord | None:
         """Queue an unfinished run again after a restart; one that had started counts a resume.
@@ -285,7 +309,8 @@ class RunJournal:
         return self._writer.run(op)
 
 
-def _record(row: tuple[Any, ...]) -> RunRecord:
+def record_of(row: tuple[Any, ...]) -> RunRecord:
+    """A row of :data:`COLUMNS` as a record."""
     (
         run_id,
         kind,

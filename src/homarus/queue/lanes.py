@@ -17,11 +17,11 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from homarus.errors import Unavailable
 
-__all__ = ["DEFAULT_LANES", "LaneCleared", "LaneQueue", "LaneStats", "QueueDraining"]
+__all__ = ["DEFAULT_LANES", "GATED_PREFIX", "LaneCleared", "LaneGate", "LaneQueue", "LaneStats", "QueueDraining"]
 
 log = logging.getLogger("homarus.queue")
 T = TypeVar("T")
@@ -54,7 +54,22 @@ class LaneStats:
     completed: int
 
 
+class LaneGate(Protocol):
+    """What a session lane's head also holds while it runs (``storage/leases.py``: the session's
+    lease, so that one session's runs execute on one gateway of a cluster at a time)."""
+
+    async def enter(self, lane: str) -> None: ...
+    async def leave(self, lane: str) -> None: ...
+
+
+#: the lanes a gate guards: one per session (the shared lanes are per gateway)
+GATED_PREFIX = "session:"
+
+
 class LaneQueue:
+    #: set by a gateway of a cluster (None: one gateway, nothing to hold beyond the lane)
+    gate: LaneGate | None = None
+
     def __init__(
         self, concurrency: Mapping[str, int] | None = None, *, default: int = 1, warn_after_s: float = 2.0
     ) -> None:
@@ -106,7 +121,14 @@ class LaneQueue:
         self._running += 1
         self._idle.clear()
         try:
-            return await fn()
+            gate = self.gate if lane_name.startswith(GATED_PREFIX) else None
+            if gate is None:
+                return await fn()
+            await gate.enter(lane_name)
+            try:
+                return await fn()
+            finally:
+                await asyncio.shield(gate.leave(lane_name))
         finally:
             lane.active -= 1
             lane.completed += 1

@@ -34,6 +34,9 @@ class BlockingDatabase:
         self.timeout_s = timeout_s
         self.statement_timeout_ms = statement_timeout_ms
         self._pool: ConnectionPool[Any] | None = None
+        #: the cluster's heartbeat found the database away: fail at once instead of waiting out the
+        #: pool's timeout (some callers are on the event loop); cleared when the heartbeat is back
+        self.away = False
         self._lock = threading.Lock()
         self._closed = False
 
@@ -68,6 +71,8 @@ class BlockingDatabase:
         import psycopg
         from psycopg_pool import PoolTimeout
 
+        if self.away:
+            raise StorageUnavailable(f"PostgreSQL at {self.where} is unavailable (retrying in the background)")
         pool = self._opened()
         try:
             with pool.connection() as conn:

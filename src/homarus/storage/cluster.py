@@ -20,7 +20,9 @@ from typing import Any
 
 from homarus.storage.blocking import BlockingDatabase
 from homarus.storage.database import Database, StorageUnavailable
+from homarus.storage.leases import SessionLeases
 from homarus.storage.migrations import migrate
+from homarus.storage.notices import Notices
 
 __all__ = ["Cluster", "Member"]
 
@@ -66,6 +68,10 @@ class Cluster:
     version: str
     #: the same database for code in worker threads (sessions, transcripts); connects on first use
     blocking: BlockingDatabase
+    #: the session leases this member holds (renewed by the heartbeat)
+    leases: SessionLeases
+    #: LISTEN/NOTIFY between the members (subscribe, then ``notices.start()``)
+    notices: Notices
     port: int | None = None
     healthy: bool = True
     _beat: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -94,7 +100,8 @@ class Cluster:
             blocking = BlockingDatabase(
                 url, max_size=pool_max, timeout_s=timeout_s, statement_timeout_ms=statement_timeout_ms
             )
-            cluster = cls(db, member, ttl_s, schema, version, blocking)
+            leases, notices = SessionLeases(db, member, ttl_s), Notices(db, member)
+            cluster = cls(db, member, ttl_s, schema, version, blocking, leases, notices)
             await cluster._register()
         except BaseException:
             await db.close()
@@ -119,6 +126,7 @@ class Cluster:
                 if self.healthy:
                     log.warning("storage: %s; retrying every %.0f s", exc.message, self.ttl_s / 3)
                 self.healthy = False
+                self.blocking.away = True
             except Exception:  # a bug in a heartbeat must not end the heartbeats
                 log.exception("storage: heartbeat failed")
 
@@ -133,6 +141,8 @@ class Cluster:
             await conn.execute(
                 "DELETE FROM gateway_members WHERE seen_at < now() - make_interval(secs => %s)", (FORGET_AFTER_S,)
             )
+        await self.leases.renew()
+        self.blocking.away = False
         if not self.healthy:
             log.warning("storage: PostgreSQL at %s is back", self.db.where)
         self.healthy = True
@@ -177,6 +187,7 @@ class Cluster:
 
     async def leave(self) -> None:
         """Stop being seen, remove the row (best effort: a database that is away forgets it later)."""
+        await self.notices.stop()
         if self._beat is not None:
             self._beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -184,6 +195,7 @@ class Cluster:
         with contextlib.suppress(StorageUnavailable, TimeoutError):
             async with asyncio.timeout(self.ttl_s):
                 async with self.db.connection() as conn:
+                    await conn.execute("DELETE FROM session_leases WHERE member_id = %s", (self.member_id,))
                     await conn.execute("DELETE FROM gateway_members WHERE id = %s", (self.member_id,))
         await asyncio.to_thread(self.blocking.close)
         await self.db.close()

@@ -41,7 +41,7 @@ from homarus.usecases.recovery_rules import RULES, UNKNOWN_KIND, Rule
 
 if TYPE_CHECKING:
     from homarus.queue.dedupe import DedupeCache
-    from homarus.queue.journal import RunJournal, RunRecord
+    from homarus.queue.journal import Journal, RunRecord
     from homarus.sessions.manager import SessionManager
     from homarus.usecases.chat.ports import ChatRunHost
     from homarus.usecases.webhooks import WebhookHost
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     class JournalHost(Protocol):
         """What ending a run as interrupted uses: its record, its session, its callers' cache."""
 
-        journal: RunJournal
+        journal: Journal
         sessions: SessionManager
         dedupe: DedupeCache
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -21,7 +22,12 @@ if TYPE_CHECKING:
     from homarus.queue.dedupe import DedupeCache
     from homarus.usecases.ports import Listener
 
-__all__ = ["RunEventSink", "RunEvents", "RunSnapshot"]
+__all__ = ["RUN_ENDS", "RunEventSink", "RunEvents", "RunSnapshot", "link_run_ends"]
+
+#: the cluster channel on which a gateway says that a run ended on it (``link_run_ends``)
+RUN_ENDS = "homarus_run_ends"
+#: the longest error text a run-end notice carries (notices are small; the journal has it all)
+_NOTICE_ERROR_CHARS = 1000
 
 DELTA_INTERVAL_S = 0.150
 T = TypeVar("T")
@@ -65,6 +71,8 @@ class RunEvents:
     #: runs whose end is stored (journal, idempotency cache), most recent last; bounded
     _recorded: dict[str, None] = field(default_factory=dict)
     _recorded_waiters: dict[str, list[asyncio.Future[bool]]] = field(default_factory=dict)
+    #: told of every run that ends here (a cluster's gateway tells the others: ``link_run_ends``)
+    announce: Callable[[RunSnapshot], None] | None = None
 
     def __call__(self, event: dict[str, Any]) -> None:
         stream = event["stream"]
@@ -122,12 +130,25 @@ class RunEvents:
                 error=None if ok else {"code": "UNAVAILABLE", "message": error or "run failed"},
             )
 
-    def finished(self, run_id: str, status: str, started_at: int, ended_at: int, error: str | None) -> None:
+    def finished(
+        self,
+        run_id: str,
+        status: str,
+        started_at: int | None,
+        ended_at: int | None,
+        error: str | None,
+        *,
+        here: bool = True,
+    ) -> None:
         """The end of ``run_id`` is stored (called after the journal and the idempotency cache have
         it): ``agent.wait`` snapshots, and :meth:`wait_recorded` returns. Also for a run id that had
-        no events of its own (steered or collected)."""
+        no events of its own (steered or collected). ``here``: it ran on this gateway (not: another
+        gateway of the cluster said so), so :attr:`announce` is told."""
         mapped = {"aborted": "timeout"}.get(status, status)
-        self._set(RunSnapshot(run_id, mapped, started_at, ended_at, error))
+        snap = RunSnapshot(run_id, mapped, started_at, ended_at, error)
+        self._set(snap)
+        if here and self.announce is not None:
+            self.announce(snap)
         self._recorded[run_id] = None
         _bound(self._recorded, self.kept)
         _resolve(self._recorded_waiters, run_id, True)
@@ -238,3 +259,36 @@ def _assistant(text: str) -> dict[str, Any]:
 
 def _wants_tools(recipient: Listener) -> bool:
     return "tool-events" in recipient.caps
+
+
+def link_run_ends(
+    events: RunEvents,
+    publish: Callable[[dict[str, Any]], object],
+    subscribe: Callable[[Callable[[dict[str, Any]], None]], None],
+) -> None:
+    """Tell the other gateways of a cluster when a run ends here, and learn when one ends there:
+    ``agent.wait`` and an idempotent retry answer on any gateway, whichever ran the run (they then
+    read its outcome from the shared journal). ``publish`` sends a notice, ``subscribe`` takes the
+    handler of received ones."""
+
+    def heard(notice: dict[str, Any]) -> None:
+        run_id, status = notice.get("runId"), notice.get("status")
+        if not isinstance(run_id, str) or not isinstance(status, str):
+            return
+        started, ended, error = notice.get("startedAt"), notice.get("endedAt"), notice.get("error")
+        events.finished(
+            run_id,
+            status,
+            started if isinstance(started, int) else None,
+            ended if isinstance(ended, int) else None,
+            error if isinstance(error, str) else None,
+            here=False,
+        )
+
+    def tell(snap: RunSnapshot) -> None:
+        error = snap.error[:_NOTICE_ERROR_CHARS] if snap.error else None
+        notice = {"runId": snap.run_id, "status": snap.status, "startedAt": snap.started_at}
+        publish({**notice, "endedAt": snap.ended_at, "error": error})
+
+    subscribe(heard)
+    events.announce = tell

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from homarus.agents.runtime import AgentRuntime
     from homarus.config.schema import HomarusConfig
     from homarus.queue.dedupe import DedupeCache
-    from homarus.queue.journal import RunJournal, Where
+    from homarus.queue.journal import Journal, Where
     from homarus.queue.lanes import LaneQueue
     from homarus.usecases.run_events import RunEvents
 
@@ -53,7 +53,7 @@ class RunHost(Protocol):
     def config(self) -> HomarusConfig: ...
 
     lanes: LaneQueue
-    journal: RunJournal
+    journal: Journal
     runtime: AgentRuntime
     dedupe: DedupeCache
     run_events: RunEvents

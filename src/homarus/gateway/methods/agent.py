@@ -192,8 +192,11 @@ async def _replay(call: MethodCall, run_id: str, status: str, payload: Any, erro
         call.ack({"runId": run_id, "status": "accepted", "meta": {"cached": True}})
         recorded = await gw.run_events.wait_recorded(run_id, 3600.0)  # its outcome stored, not only announced
         cached = gw.dedupe.get(f"agent:{run_id}")
+        record = None if cached is not None and cached.terminal else gw.journal.get(run_id)
         if cached is not None and cached.terminal:
             status, payload, error = cached.status, cached.payload, cached.error
+        elif record is not None and record.terminal:  # it ran on another gateway of the cluster
+            status, payload, error = record.status, record.result, record.error
         elif not recorded:
             raise Unavailable("run is still in progress", retryable=True)
     if status == "interrupted":

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from homarus.plugins.registry import PluginRegistry
     from homarus.plugins.runner import HookRunner
     from homarus.providers.registry import ModelRegistry
-    from homarus.queue.journal import RunJournal
+    from homarus.queue.journal import Journal
     from homarus.security.approvals import ApprovalManager
     from homarus.security.devices import DeviceStore
     from homarus.security.ssrf import GuardedClient
@@ -69,7 +69,11 @@ def sessions(gw: GatewayContext) -> SessionManager:
     )
 
 
-def journal(gw: GatewayContext) -> RunJournal:
+def journal(gw: GatewayContext) -> Journal:
+    if gw.cluster is not None:  # storage.backend postgres: the journal every gateway shares
+        from homarus.queue.pg_journal import PgRunJournal
+
+        return PgRunJournal(gw.cluster.blocking, gw.cluster.member_id, gw.cluster.ttl_s)
     from homarus.queue.journal import RunJournal
 
     return RunJournal(gw.paths.state_dir / "runs.sqlite")
