@@ -196,10 +196,14 @@ class ChannelManager:
                 done.append(a)
         return done
 
-    async def close(self) -> None:
+    async def stop_accounts(self) -> None:
+        """Stop sending and every account (the stores stay open: :meth:`start_all` resumes)."""
         await self.delivery.stop()
         for channel_id in {c for c, _ in self.accounts}:
             await self.stop(channel_id)
+
+    async def close(self) -> None:
+        await self.stop_accounts()
         self.db.close()
 
     # -- the sink the accounts write to ------------------------------------------------------------

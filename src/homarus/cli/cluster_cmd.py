@@ -43,6 +43,10 @@ def lines(storage: dict[str, Any]) -> list[str]:
             f"  {state} {m['host']}:{port} pid {m['pid']} v{m['version']}  "
             f"since {_when(m['startedAtMs'])}, seen {_when(m['seenAtMs'])}{own}"
         )
+    ports = {m["id"]: f"{m['host']}:{m['port'] if m['port'] is not None else '-'}" for m in members}
+    for role, holder in sorted((storage.get("roles") or {}).items()):
+        where = ports.get(holder["member"], holder["member"])
+        out.append(f"role {role}: {where}" + ("" if holder["live"] else " (lease expired: being taken over)"))
     return out
 
 

@@ -133,6 +133,30 @@ class Gateway(LazyServices, GatewayContext):
             for conn in list(self.connections.values()):
                 conn.close(CloseCode.AUTH_CHANGED, "gateway auth changed")
 
+    async def _want_roles(self, cluster: Cluster) -> None:
+        """A cluster's singletons run on the gateway holding their role (``storage/roles.py``):
+        the agents' heartbeats and, when configured, the chat channels; taken now when free."""
+        from homarus.storage.database import StorageUnavailable
+
+        async def heartbeats_stop() -> None:
+            await self.heartbeats.stop()
+
+        async def channels_on() -> None:
+            await (self.channels.start() if self.built("channels") else self._start_channels())
+
+        async def channels_off() -> None:
+            if self.built("channels") and self.channels.started:
+                await self.channels.pause()
+
+        async def heartbeats_on() -> None:
+            self.heartbeats.start()
+
+        cluster.roles.want("heartbeats", heartbeats_on, heartbeats_stop)
+        if self.config.present("channels"):
+            cluster.roles.want("channels", channels_on, channels_off)
+        with contextlib.suppress(StorageUnavailable):  # the heartbeat takes them once the database is back
+            await cluster.roles.tick()
+
     async def _start_channels(self) -> None:
         await self.channels.start()
         # a chat owner is a way to reach an operator (the approvals' builder adds it when built later)
@@ -198,7 +222,8 @@ class Gateway(LazyServices, GatewayContext):
         _ = self.journal
         self.recovery = await asyncio.to_thread(recover_runs, self)
         self._tasks.append(asyncio.create_task(self._tick_loop()))
-        self.heartbeats.start()
+        if self.cluster is None:
+            self.heartbeats.start()
         if self.config.cron.store_path(self.paths.state_dir).exists():
             from homarus.usecases.cron import start_cron
 
@@ -209,7 +234,9 @@ class Gateway(LazyServices, GatewayContext):
             self.memory.index_at_startup()
         if self.config.present("mcp"):
             _ = self.spawn(self.mcp.start_eager())  # eager servers come up beside the gateway, not before it
-        if self.config.present("channels"):
+        if self.cluster is not None:
+            await self._want_roles(self.cluster)
+        elif self.config.present("channels"):
             await self._start_channels()
         self._log_security_findings()
         await resubmit(self, self.recovery)
@@ -301,6 +328,8 @@ class Gateway(LazyServices, GatewayContext):
 
             await stop_cron(self.cron)
         self.lanes.drain()
+        if self.cluster is not None:  # the other gateways take the roles over at once
+            await self.cluster.roles.release()
         if self.built("heartbeats"):
             await self.heartbeats.stop()
         for approvals in ("plugin_approvals", "exec_approvals"):

@@ -23,6 +23,7 @@ from homarus.storage.database import Database, StorageUnavailable
 from homarus.storage.leases import SessionLeases
 from homarus.storage.migrations import migrate
 from homarus.storage.notices import Notices
+from homarus.storage.roles import Roles
 
 __all__ = ["Cluster", "Member"]
 
@@ -72,6 +73,8 @@ class Cluster:
     leases: SessionLeases
     #: LISTEN/NOTIFY between the members (subscribe, then ``notices.start()``)
     notices: Notices
+    #: the singleton roles (heartbeats, channels) this member wants, and holds when it can
+    roles: Roles
     port: int | None = None
     healthy: bool = True
     _beat: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -100,8 +103,8 @@ class Cluster:
             blocking = BlockingDatabase(
                 url, max_size=pool_max, timeout_s=timeout_s, statement_timeout_ms=statement_timeout_ms
             )
-            leases, notices = SessionLeases(db, member, ttl_s), Notices(db, member)
-            cluster = cls(db, member, ttl_s, schema, version, blocking, leases, notices)
+            leases, notices, roles = SessionLeases(db, member, ttl_s), Notices(db, member), Roles(db, member, ttl_s)
+            cluster = cls(db, member, ttl_s, schema, version, blocking, leases, notices, roles)
             await cluster._register()
         except BaseException:
             await db.close()
@@ -142,6 +145,7 @@ class Cluster:
                 "DELETE FROM gateway_members WHERE seen_at < now() - make_interval(secs => %s)", (FORGET_AFTER_S,)
             )
         await self.leases.renew()
+        await self.roles.tick()
         self.blocking.away = False
         if not self.healthy:
             log.warning("storage: PostgreSQL at %s is back", self.db.where)
@@ -183,6 +187,9 @@ class Cluster:
             return out
         out["members"] = [m.to_json(self.member_id) for m in members]
         out["alive"] = sum(1 for m in members if m.alive)
+        with contextlib.suppress(StorageUnavailable):
+            out["roles"] = await self.roles.holders()
+        out["heldRoles"] = self.roles.held
         return out
 
     async def leave(self) -> None:

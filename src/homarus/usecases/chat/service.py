@@ -77,6 +77,13 @@ class ChannelService:
         await self.manager.close()
         self.started = False
 
+    async def pause(self) -> None:
+        """Stop receiving, answering and sending, keeping the stores (:meth:`start` resumes): what
+        a gateway of a cluster does when another takes over the channels."""
+        await self.dispatcher.stop()
+        await self.manager.stop_accounts()
+        self.started = False
+
     def _prune(self) -> None:
         self.manager.inbox.prune(RETENTION_MS)
         self.manager.outbox.prune(RETENTION_MS)

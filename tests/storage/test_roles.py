@@ -1,0 +1,147 @@
+"""Cluster singletons (storage/roles.py) on a real PostgreSQL: one member holds a role, the next
+takes it when the holder releases it or stops renewing, and a holder cut off from the database
+stops the work itself before its lease runs out, so the work never runs on two members at once.
+Then the gateway: the heartbeats role moves to the survivor when its holder stops."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from homarus.storage.database import Database, StorageUnavailable
+from homarus.storage.migrations import migrate
+from homarus.storage.roles import SELF_FENCE, Roles
+from tests.conftest import TEST_TOKEN, run_gateway
+from tests.pg_cluster import pg_cluster
+from tests.waiting import wait_for
+from tests.wsclient import open_client
+
+TTL = 1.0
+
+
+class Work:
+    """A role's work: when it started and stopped."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, float]] = []
+
+    async def on(self) -> None:
+        self.events.append(("on", time.monotonic()))
+
+    async def off(self) -> None:
+        self.events.append(("off", time.monotonic()))
+
+    def running(self) -> bool:
+        return bool(self.events) and self.events[-1][0] == "on"
+
+
+@asynccontextmanager
+async def _database(url: str) -> AsyncIterator[Database]:
+    db = await Database.open(url, max_size=2, timeout_s=1.0)
+    try:
+        await migrate(db)
+        yield db
+    finally:
+        await db.close()
+
+
+def _member(db: Database, name: str) -> tuple[Roles, Work]:
+    roles, work = Roles(db, name, TTL), Work()
+    roles.want("cron", work.on, work.off)
+    return roles, work
+
+
+async def test_one_member_holds_a_role_and_the_next_takes_it_on_release(pg_url: str) -> None:
+    async with _database(pg_url) as db:
+        (a, work_a), (b, work_b) = _member(db, "a"), _member(db, "b")
+        await a.tick()
+        await b.tick()
+        assert a.held == ["cron"] and b.held == [] and work_a.running() and not work_b.running()
+        assert (await b.holders())["cron"] == {"member": "a", "live": True}
+        await a.tick()  # renewing keeps it
+        await b.tick()
+        assert b.held == []
+        await a.release()
+        assert not work_a.running()
+        await b.tick()
+        assert b.held == ["cron"] and work_b.running()
+        await b.release()
+
+
+async def test_a_holder_that_stops_renewing_stops_before_another_takes_over(pg_url: str) -> None:
+    async with _database(pg_url) as db:
+        (a, work_a), (b, work_b) = _member(db, "a"), _member(db, "b")
+        await a.tick()
+        assert work_a.running()
+        # a is frozen from here on (never ticks again); b tries every tenth of a second
+        await wait_for(lambda: not work_a.running(), timeout=5, what="a to stop its work itself")
+        stopped_at = work_a.events[-1][1]
+        while not b.held:
+            await b.tick()
+            await asyncio.sleep(0.1)
+        started_at = work_b.events[-1][1]
+        assert stopped_at < started_at  # never both at once
+        assert stopped_at - work_a.events[0][1] == pytest.approx(TTL * SELF_FENCE, abs=0.3)
+        assert started_at - work_a.events[0][1] >= TTL  # not before a's lease ran out
+        await a.release()
+        await b.release()
+
+
+async def test_a_holder_cut_off_from_the_database_stops_its_work(tmp_path: Path) -> None:
+    with pg_cluster() as server:
+        async with _database(server.url()) as db:
+            roles, work = _member(db, "a")
+            await roles.tick()
+            assert work.running()
+            await asyncio.to_thread(server.stop)
+            with pytest.raises(StorageUnavailable):
+                await roles.tick()
+            await wait_for(lambda: not work.running(), timeout=5, what="the work to stop")
+            assert roles.held == []
+            await asyncio.to_thread(server.start)
+            await _tick_until_held(roles, timeout=10)
+            assert roles.held == ["cron"] and work.running()  # nobody else took it: back here
+            await roles.release()
+
+
+async def _tick_until_held(roles: Roles, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not roles.held:
+        assert time.monotonic() < deadline, "the role was not taken back"
+        try:
+            await roles.tick()
+        except StorageUnavailable:
+            await asyncio.sleep(0.2)
+
+
+async def test_the_heartbeats_role_moves_to_the_survivor(tmp_path: Path, pg_url: str) -> None:
+    storage: dict[str, Any] = {"backend": "postgres", "postgres": {"url": pg_url, "memberTtlSeconds": 1.5}}
+    with contextlib.ExitStack() as first:
+        a = first.enter_context(run_gateway(tmp_path / "a", config={"storage": storage}))
+        ca = await open_client(a.url)
+        assert (await ca.handshake(TEST_TOKEN))["ok"]
+        await wait_for(lambda: a.gateway.heartbeats._task is not None, timeout=5, what="a to take the role")
+        with run_gateway(tmp_path / "b", config={"storage": storage}) as b:
+            cb = await open_client(b.url)
+            assert (await cb.handshake(TEST_TOKEN))["ok"]
+
+            async def storage_of(c: Any) -> dict[str, Any]:
+                answer: dict[str, Any] = (await c.request("status"))["payload"]["storage"]
+                return answer
+
+            assert (await storage_of(ca))["heldRoles"] == ["heartbeats"]  # the first to start runs them
+            seen = await storage_of(cb)
+            assert seen["heldRoles"] == [] and seen["roles"]["heartbeats"]["live"] is True
+            assert not b.gateway.built("heartbeats") or b.gateway.heartbeats._task is None
+            first.close()  # a stops: it lets the role go at once
+            started = time.monotonic()
+            await wait_for(lambda: b.gateway.heartbeats._task is not None, timeout=5, what="b to take the role")
+            assert time.monotonic() - started < 1.5  # a released it: no waiting out a ttl
+            assert (await storage_of(cb))["heldRoles"] == ["heartbeats"]
