@@ -8,6 +8,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from homarus.messages import AssistantMessage, UserMessage
 from homarus.providers.scripted import Gate, Reply, ScriptedProvider
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
@@ -75,3 +77,39 @@ async def test_an_idempotency_key_sent_to_two_gateways_starts_one_run(tmp_path: 
         assert final_b["ok"] and final_b["payload"]["result"]["payloads"] == [{"text": "the one answer"}]
         assert (await waited)["payload"]["status"] == "ok"
         assert len(model_a.requests) == 1 and model_b.requests == []
+
+
+async def test_a_client_on_one_gateway_sees_the_events_of_a_run_on_another(tmp_path: Path, pg_url: str) -> None:
+    long_reply = "All of this streams. " * 800  # ~17 KB: its final event is over a notification's limit
+    with (
+        run_gateway(tmp_path / "a", config=_config(pg_url)) as a,
+        run_gateway(tmp_path / "b", config=_config(pg_url)) as b,
+    ):
+        _models(a, b, Reply("", tool_calls=[("current_time", {})]), Reply(long_reply))
+        watcher = await open_client(b.url)
+        assert (await watcher.handshake(TEST_TOKEN, caps=["tool-events"]))["ok"]
+        blind = await _client(b)  # no tool-events: it gets no tool events, relayed or not
+        ca = await _client(a)
+        final = await _turn(ca, "main", "what time is it?", "run-far")
+        assert final["state"] == "final"
+
+        async def seen_final() -> dict[str, Any]:
+            while True:
+                event = await watcher.event("chat", timeout=15)
+                if event["payload"]["state"] == "final":
+                    payload: dict[str, Any] = event["payload"]
+                    return payload
+
+        far = await seen_final()
+        assert far["runId"] == "run-far" and far["message"]["content"][0]["text"] == long_reply
+        events = [e["payload"] for e in watcher.events if e["event"] == "agent" and e["payload"]["runId"] == "run-far"]
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))  # every one, in order
+        streams = [(e["stream"], e["data"].get("phase")) for e in events]
+        assert streams[0] == ("lifecycle", "start") and streams[-1] == ("lifecycle", "end")
+        assert ("tool", "start") in streams and ("tool", "result") in streams
+        await blind.request("health")
+        assert all(e["payload"]["stream"] != "tool" for e in blind.events if e["event"] == "agent")
+        assert any(e["payload"]["runId"] == "run-far" for e in blind.events if e["event"] == "agent")
+        with psycopg.connect(pg_url) as conn:  # the long ones went through the spill table
+            spilled = conn.execute("SELECT count(*) FROM event_spill").fetchone()
+        assert spilled is not None and spilled[0] >= 1

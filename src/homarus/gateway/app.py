@@ -215,7 +215,9 @@ class Gateway(LazyServices, GatewayContext):
             lambda notice: self.spawn(cluster.notices.publish(RUN_ENDS, notice)),
             lambda handler: cluster.notices.subscribe(RUN_ENDS, handler),
         )
-        cluster.notices.start()
+        cluster.relay.receive(self.bus.relayed)  # a client here sees the runs of every member
+        self.bus.relay = lambda event, droppable: cluster.relay.send(event, droppable=droppable)
+        cluster.start_messaging()
 
     async def startup(self) -> None:
         self.loop_health.start()

@@ -58,6 +58,8 @@ class EventBus:
         self._owners: dict[str, str] = {}
         self._seq = itertools.count(1)
         self.last_seq = 0
+        #: a cluster's gateway hands its run events to the others here (``storage/relay.py``)
+        self.relay: Callable[[dict[str, Any], bool], None] | None = None
 
     def add(self, recipient: Recipient) -> None:
         self._recipients[recipient.conn_id] = recipient
@@ -111,11 +113,15 @@ class EventBus:
         run_id: str,
         guard: str | None = None,
         droppable: bool = False,
-        only: Callable[[Recipient], bool] | None = None,
+        cap: str | None = None,
+        relayed: bool = False,
     ) -> int:
         """A run's event: to every non-targeted connection (with seq, as a broadcast) and to the
-        targeted ones that started the run or watch its session (without); returns the seq."""
+        targeted ones that started the run or watch its session (without); only to connections
+        with ``cap`` when given; returns the seq. Unless it came from another gateway of the
+        cluster (``relayed``), it is also handed to :attr:`relay` for them."""
         seq = self.last_seq = next(self._seq)
+        only = (lambda r: cap in r.caps) if cap is not None else None
         if self._everything:  # serialized only when someone takes the broadcast form
             text = orjson.dumps(event_frame(event, payload, seq=seq)).decode()
             for r in list(self._everything.values()):
@@ -130,7 +136,26 @@ class EventBus:
                 target = self._recipients.get(cid)
                 if target is not None and _eligible(target, guard, only):
                     target.push(plain, droppable=droppable)
+        if self.relay is not None and not relayed:
+            relayed_event = {"event": event, "payload": payload, "sessionKey": session_key, "runId": run_id}
+            self.relay({**relayed_event, "guard": guard, "droppable": droppable, "cap": cap}, droppable)
         return seq
+
+    def relayed(self, event: dict[str, Any]) -> None:
+        """An event :attr:`relay` of another gateway of the cluster sent (``session_event``'s fields)."""
+        try:
+            self.session_event(
+                str(event["event"]),
+                event["payload"],
+                session_key=str(event["sessionKey"]),
+                run_id=str(event["runId"]),
+                guard=event.get("guard"),
+                droppable=bool(event.get("droppable")),
+                cap=event.get("cap"),
+                relayed=True,
+            )
+        except KeyError:
+            return  # not an event of ours: nothing to show
 
     def __len__(self) -> int:
         return len(self._recipients)

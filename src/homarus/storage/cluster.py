@@ -23,6 +23,7 @@ from homarus.storage.database import Database, StorageUnavailable
 from homarus.storage.leases import SessionLeases
 from homarus.storage.migrations import migrate
 from homarus.storage.notices import Notices
+from homarus.storage.relay import EventRelay
 from homarus.storage.roles import Roles
 
 __all__ = ["Cluster", "Member"]
@@ -75,6 +76,8 @@ class Cluster:
     notices: Notices
     #: the singleton roles (heartbeats, channels) this member wants, and holds when it can
     roles: Roles
+    #: the run events between the members (``relay.receive``, then ``start``)
+    relay: EventRelay
     port: int | None = None
     healthy: bool = True
     _beat: asyncio.Task[None] | None = field(default=None, repr=False)
@@ -104,7 +107,8 @@ class Cluster:
                 url, max_size=pool_max, timeout_s=timeout_s, statement_timeout_ms=statement_timeout_ms
             )
             leases, notices, roles = SessionLeases(db, member, ttl_s), Notices(db, member), Roles(db, member, ttl_s)
-            cluster = cls(db, member, ttl_s, schema, version, blocking, leases, notices, roles)
+            relay = EventRelay(db, notices)
+            cluster = cls(db, member, ttl_s, schema, version, blocking, leases, notices, roles, relay)
             await cluster._register()
         except BaseException:
             await db.close()
@@ -151,6 +155,11 @@ class Cluster:
             log.warning("storage: PostgreSQL at %s is back", self.db.where)
         self.healthy = True
 
+    def start_messaging(self) -> None:
+        """Start listening and relaying, once every subscriber has subscribed."""
+        self.notices.start()
+        self.relay.start()
+
     async def listening(self, port: int) -> None:
         """The gateway's port, once bound (shown to the other members)."""
         self.port = port
@@ -194,6 +203,7 @@ class Cluster:
 
     async def leave(self) -> None:
         """Stop being seen, remove the row (best effort: a database that is away forgets it later)."""
+        await self.relay.stop()
         await self.notices.stop()
         if self._beat is not None:
             self._beat.cancel()

@@ -48,7 +48,7 @@ class Publisher(Protocol):
         run_id: str,
         guard: str | None = None,
         droppable: bool = False,
-        only: Callable[[Listener], bool] | None = None,
+        cap: str | None = None,
     ) -> int: ...
 
     def send_to(self, conn_ids: Iterable[str], event: str, payload: Any = None, *, droppable: bool = False) -> int: ...

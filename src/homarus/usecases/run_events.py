@@ -20,7 +20,6 @@ from homarus.usecases.ports import Publisher
 
 if TYPE_CHECKING:
     from homarus.queue.dedupe import DedupeCache
-    from homarus.usecases.ports import Listener
 
 __all__ = ["RUN_ENDS", "RunEventSink", "RunEvents", "RunSnapshot", "link_run_ends"]
 
@@ -30,6 +29,8 @@ RUN_ENDS = "homarus_run_ends"
 _NOTICE_ERROR_CHARS = 1000
 
 DELTA_INTERVAL_S = 0.150
+#: the ``connect`` capability of a client that wants tool events
+TOOL_EVENTS = "tool-events"
 T = TypeVar("T")
 
 
@@ -81,7 +82,7 @@ class RunEvents:
         bus, key = self.bus, event.get("sessionKey") or ""
         if stream == "tool":
             self._flush(run_id)
-            bus.session_event("agent", event, session_key=key, run_id=run_id, guard=READ, only=_wants_tools)
+            bus.session_event("agent", event, session_key=key, run_id=run_id, guard=READ, cap=TOOL_EVENTS)
         else:
             bus.session_event("agent", event, session_key=key, run_id=run_id, guard=READ)
         if stream == "assistant":
@@ -255,10 +256,6 @@ async def _wait_for(waiters: dict[str, list[asyncio.Future[T]]], run_id: str, ti
 
 def _assistant(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": [{"type": "text", "text": text}], "timestamp": int(time.time() * 1000)}
-
-
-def _wants_tools(recipient: Listener) -> bool:
-    return "tool-events" in recipient.caps
 
 
 def link_run_ends(
