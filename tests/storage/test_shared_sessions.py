@@ -4,6 +4,7 @@ one is seen by the other. Nothing of it is written under either gateway's state 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +85,41 @@ async def test_a_conversation_moves_between_two_gateways_with_its_history(tmp_pa
         for gw in (a, b):  # the sessions live in the database, not in either state directory
             sessions = gw.paths.state_dir / "agents" / "main" / "sessions"
             assert not sessions.exists() or not any(sessions.iterdir())
+
+
+async def test_with_the_database_away_requests_fail_fast_and_work_again_when_it_is_back(tmp_path: Path) -> None:
+    from tests.pg_cluster import pg_cluster
+
+    with pg_cluster() as own:  # its own server: stopped in the middle
+        config = {
+            **MODEL,
+            "storage": {"backend": "postgres", "postgres": {"url": own.url(), "connectTimeoutSeconds": 2}},
+        }
+        with run_gateway(tmp_path / "gw", config=config) as gw:
+            gw.gateway.models.overrides["test"] = ScriptedProvider([Reply("before")], then="echo")
+            c = await _client(gw)
+            assert (await _turn(c, "main", "first", "run-1"))["state"] == "final"
+            await asyncio.to_thread(own.stop, "immediate")
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            refused = await c.request("chat.send", {"sessionKey": "main", "message": "x", "idempotencyKey": "run-2"})
+            assert loop.time() - started < 6.0
+            assert refused["ok"] is False and refused["error"]["code"] == "UNAVAILABLE"
+            assert refused["error"]["retryable"] is True and own.password not in refused["error"]["message"]
+            assert (await c.request("health"))["ok"]  # the gateway itself goes on answering
+            await asyncio.to_thread(own.start)
+            deadline = loop.time() + 20
+            while True:  # retried as the error says, it goes through once the database is back
+                again = await c.request(
+                    "chat.send", {"sessionKey": "main", "message": "second", "idempotencyKey": "run-2"}
+                )
+                if again["ok"]:
+                    break
+                assert again["error"]["retryable"] is True and loop.time() < deadline
+                await asyncio.sleep(0.5)
+            while True:
+                event = await c.event("chat", timeout=15)
+                if event["payload"].get("runId") == "run-2" and event["payload"]["state"] == "final":
+                    break
+            history = (await c.request("chat.history", {"sessionKey": "main"}))["payload"]
+            assert [m["role"] for m in history["messages"]] == ["user", "assistant", "user", "assistant"]
