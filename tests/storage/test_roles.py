@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from homarus.storage.database import Database, StorageUnavailable
@@ -23,7 +24,7 @@ from tests.pg_cluster import pg_cluster
 from tests.waiting import wait_for
 from tests.wsclient import open_client
 
-TTL = 1.0
+TTL = 2.0
 
 
 class Work:
@@ -88,8 +89,9 @@ async def test_a_holder_that_stops_renewing_stops_before_another_takes_over(pg_u
             await asyncio.sleep(0.1)
         started_at = work_b.events[-1][1]
         assert stopped_at < started_at  # never both at once
-        assert stopped_at - work_a.events[0][1] == pytest.approx(TTL * SELF_FENCE, abs=0.3)
-        assert started_at - work_a.events[0][1] >= TTL  # not before a's lease ran out
+        took = work_a.events[0][1]
+        assert TTL * SELF_FENCE - 0.05 <= stopped_at - took < TTL  # on its own, before its lease ended
+        assert started_at - took >= TTL - 0.05  # not before a's lease ran out
         await a.release()
         await b.release()
 
@@ -122,7 +124,9 @@ async def _tick_until_held(roles: Roles, timeout: float) -> None:
 
 
 async def test_the_heartbeats_role_moves_to_the_survivor(tmp_path: Path, pg_url: str) -> None:
-    storage: dict[str, Any] = {"backend": "postgres", "postgres": {"url": pg_url, "memberTtlSeconds": 1.5}}
+    # a ttl with room for the stalls of two gateways and a client on one test loop (renewed every
+    # 1.7 s, dropped by a holder after 3 s without renewal)
+    storage: dict[str, Any] = {"backend": "postgres", "postgres": {"url": pg_url, "memberTtlSeconds": 5}}
     with contextlib.ExitStack() as first:
         a = first.enter_context(run_gateway(tmp_path / "a", config={"storage": storage}))
         ca = await open_client(a.url)
@@ -140,8 +144,10 @@ async def test_the_heartbeats_role_moves_to_the_survivor(tmp_path: Path, pg_url:
             seen = await storage_of(cb)
             assert seen["heldRoles"] == [] and seen["roles"]["heartbeats"]["live"] is True
             assert not b.gateway.built("heartbeats") or b.gateway.heartbeats._task is None
-            first.close()  # a stops: it lets the role go at once
-            started = time.monotonic()
-            await wait_for(lambda: b.gateway.heartbeats._task is not None, timeout=5, what="b to take the role")
-            assert time.monotonic() - started < 1.5  # a released it: no waiting out a ttl
+            a_member = (await storage_of(ca))["member"]
+            first.close()  # a stops: it lets the role go at once, without waiting out its lease
+            with psycopg.connect(pg_url) as conn:
+                row = conn.execute("SELECT member_id FROM cluster_roles WHERE role = 'heartbeats'").fetchone()
+            assert row is None or row[0] != a_member
+            await wait_for(lambda: b.gateway.heartbeats._task is not None, timeout=10, what="b to take the role")
             assert (await storage_of(cb))["heldRoles"] == ["heartbeats"]

@@ -93,9 +93,10 @@ class PgSessionStore(ValidatedReads):
     def update(self, key: str, change: Change, *, synced: bool = True) -> dict[str, Any] | None:
         """Replace the entry of ``key`` with ``change(current)`` (None: remove it); see the module."""
         with self.db.connection() as conn, conn.transaction():
-            if not synced:
-                conn.execute("SET LOCAL synchronous_commit = off")
-            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_LOCK_CLASS, f"{self.agent_id}/{key}"))
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(%s, hashtext(%s)), set_config('synchronous_commit', %s, true)",
+                (_LOCK_CLASS, f"{self.agent_id}/{key}", "on" if synced else "off"),
+            )
             row = conn.execute(
                 "SELECT entry FROM sessions WHERE agent_id = %s AND key = %s", (self.agent_id, key)
             ).fetchone()

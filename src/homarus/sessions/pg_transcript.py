@@ -110,9 +110,10 @@ class PgTranscript(CachedTranscript):
     def append_many(self, entries: list[dict[str, Any]], *, synced: bool = True) -> list[dict[str, Any]]:
         """Check and append several entries in one transaction (all or none)."""
         with self._lock, self.db.connection() as conn, conn.transaction():
-            conn.execute("SELECT set_config('lock_timeout', %s, true)", (f"{int(self.lock_timeout * 1000)}ms",))
-            if not synced:
-                conn.execute("SET LOCAL synchronous_commit = off")
+            conn.execute(
+                "SELECT set_config('lock_timeout', %s, true), set_config('synchronous_commit', %s, true)",
+                (f"{int(self.lock_timeout * 1000)}ms", "on" if synced else "off"),
+            )
             row = conn.execute(
                 "SELECT length, archived FROM transcripts WHERE agent_id = %s AND session_id = %s FOR UPDATE",
                 (self.agent_id, self.session_id),

@@ -29,6 +29,8 @@ from homarus.storage.database import StorageUnavailable
 from homarus.storage.notices import MAX_PAYLOAD
 
 if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
     from homarus.storage.database import Database
     from homarus.storage.notices import Notices
 
@@ -108,23 +110,30 @@ class EventRelay:
                     self.dropped += len(batch)
 
     async def _send(self, batch: list[tuple[dict[str, Any], bool]]) -> None:
+        """One transaction, one round trip for the events that fit a notification (and one more
+        for each that does not): their notifications go out in order when it commits."""
         me = self.notices.member_id
+        payloads: list[str] = []
         async with self.db.connection() as conn, conn.transaction():
             for event, _droppable in batch:
                 payload = orjson.dumps({"e": event, "from": me}).decode()
                 if len(payload.encode()) > MAX_PAYLOAD:
-                    row = await (
-                        await conn.execute("INSERT INTO event_spill (body) VALUES (%s) RETURNING id", (payload,))
-                    ).fetchone()
-                    assert row is not None
-                    payload = orjson.dumps({"spill": row[0], "from": me}).decode()
-                    self._sent_spills += 1
-                    if self._sent_spills % 100 == 1:
-                        await conn.execute(
-                            "DELETE FROM event_spill WHERE created_at < now() - make_interval(secs => %s)",
-                            (_SPILL_KEEP_S,),
-                        )
-                await conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, payload))
+                    payload = orjson.dumps({"spill": await self._spill(conn, payload), "from": me}).decode()
+                payloads.append(payload)
+            calls = ", ".join("pg_notify(%s, %s)" for _ in payloads)
+            await conn.execute(f"SELECT {calls}", [x for p in payloads for x in (CHANNEL, p)])
+
+    async def _spill(self, conn: AsyncConnection[Any], payload: str) -> int:
+        """Keep ``payload`` in the spill table (pruning it now and then); its row's id."""
+        cur = await conn.execute("INSERT INTO event_spill (body) VALUES (%s) RETURNING id", (payload,))
+        row = await cur.fetchone()
+        assert row is not None
+        self._sent_spills += 1
+        if self._sent_spills % 100 == 1:
+            await conn.execute(
+                "DELETE FROM event_spill WHERE created_at < now() - make_interval(secs => %s)", (_SPILL_KEEP_S,)
+            )
+        return int(row[0])
 
     # -- receiving -------------------------------------------------------------------------------
     def _heard(self, notice: dict[str, Any]) -> None:
