@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
     from homarus.config.store import ConfigStore
+    from homarus.gateway.services.cluster_approvals import ClusterApprovals
+    from homarus.security.approvals import ApprovalManager
     from homarus.storage.cluster import Cluster
 
 __all__ = ["Gateway", "GatewayOptions"]
@@ -64,6 +66,7 @@ class Gateway(LazyServices, GatewayContext):
         self.boot_id = str(uuid.uuid4())
         #: the gateways sharing this one's PostgreSQL database (``storage.backend: postgres``)
         self.cluster: Cluster | None = None
+        self.cluster_approvals: ClusterApprovals | None = None
         self.shutting_down = False
         #: startup finished (a config change may now start services it did not need before)
         self._serving = False
@@ -132,6 +135,17 @@ class Gateway(LazyServices, GatewayContext):
         if secret_changed:
             for conn in list(self.connections.values()):
                 conn.close(CloseCode.AUTH_CHANGED, "gateway auth changed")
+
+    def _cluster_approvals(self, cluster: Cluster) -> ClusterApprovals:
+        """Approvals answered from any member (``services/cluster_approvals.py``)."""
+        from homarus.gateway.services.cluster_approvals import CHANNEL, ClusterApprovals
+
+        def manager(kind: str) -> ApprovalManager:
+            return self.exec_approvals if kind == "exec" else self.plugin_approvals
+
+        approvals = ClusterApprovals(manager, lambda notice: cluster.notices.publish(CHANNEL, notice))
+        cluster.notices.subscribe(CHANNEL, approvals.heard)
+        return approvals
 
     async def _want_roles(self, cluster: Cluster) -> None:
         """A cluster's singletons run on the gateway holding their role (``storage/roles.py``):
@@ -215,7 +229,13 @@ class Gateway(LazyServices, GatewayContext):
             lambda notice: self.spawn(cluster.notices.publish(RUN_ENDS, notice)),
             lambda handler: cluster.notices.subscribe(RUN_ENDS, handler),
         )
-        cluster.relay.receive(self.bus.relayed)  # a client here sees the runs of every member
+        approvals = self.cluster_approvals = self._cluster_approvals(cluster)
+
+        def relayed(event: dict[str, Any]) -> None:  # a client here sees the runs of every member
+            approvals.seen(event)
+            self.bus.relayed(event)
+
+        cluster.relay.receive(relayed)
         self.bus.relay = lambda event, droppable: cluster.relay.send(event, droppable=droppable)
         cluster.start_messaging()
 

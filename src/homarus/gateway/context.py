@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from homarus.cron.service import CronService
     from homarus.gateway.events import EventBus
     from homarus.gateway.services.auth import GatewayAuth
+    from homarus.gateway.services.cluster_approvals import ClusterApprovals
     from homarus.gateway.services.exec_approvals import ExecApprovals
     from homarus.gateway.services.loop_health import LoopHealth
     from homarus.gateway.services.memory import MemoryHub
@@ -151,6 +152,8 @@ class GatewayContext(GatewayServices, ABC):
     options: GatewayOptions
     #: the gateways sharing one PostgreSQL database (None with the embedded storage)
     cluster: Cluster | None
+    #: approvals answered from any gateway of the cluster (None without one)
+    cluster_approvals: ClusterApprovals | None
     boot_id: str
     started_at: float
     shutting_down: bool

@@ -142,8 +142,17 @@ class EventBus:
         return seq
 
     def relayed(self, event: dict[str, Any]) -> None:
-        """An event :attr:`relay` of another gateway of the cluster sent (``session_event``'s fields)."""
+        """An event :attr:`relay` of another gateway of the cluster sent: a broadcast, or a run's
+        event (``session_event``'s fields)."""
         try:
+            if event.get("kind") == "broadcast":
+                self.broadcast(
+                    str(event["event"]),
+                    event["payload"],
+                    guard=event.get("guard"),
+                    droppable=bool(event.get("droppable")),
+                )
+                return
             self.session_event(
                 str(event["event"]),
                 event["payload"],
@@ -180,10 +189,15 @@ class EventBus:
         state_version: dict[str, int] | None = None,
         only: Callable[[Recipient], bool] | None = None,
         untargeted_only: bool = False,
+        cluster: bool = False,
     ) -> int:
         """Send to every connection allowed to see it (and accepted by ``only``; with
-        ``untargeted_only``, not to the targeted-events ones); returns the seq."""
+        ``untargeted_only``, not to the targeted-events ones); returns the seq. ``cluster``: the
+        other gateways of a cluster broadcast it to theirs too (through :attr:`relay`)."""
         seq = self.last_seq = next(self._seq)
+        if cluster and self.relay is not None:
+            event_of = {"kind": "broadcast", "event": event, "payload": payload}
+            self.relay({**event_of, "guard": guard, "droppable": droppable}, droppable)
         audience = self._everything if untargeted_only else self._recipients
         if not audience:
             return seq  # nobody to tell: nothing to serialize

@@ -20,6 +20,7 @@ from pydantic import Field
 from homarus.errors import InvalidRequest, NotFound
 from homarus.gateway.router import EmptyParams, MethodCall, Params
 from homarus.gateway.services.approvals import await_decision, final_payload
+from homarus.gateway.services.cluster_approvals import resolve_approval
 from homarus.security.approvals import plugin_remember_key
 
 if TYPE_CHECKING:
@@ -91,5 +92,5 @@ async def approval_list(call: MethodCall, p: EmptyParams) -> list[dict[str, Any]
 
 async def approval_resolve(call: MethodCall, p: ResolveParams) -> dict[str, Any]:
     by = call.client.display_name or call.client.client_id or None
-    call.gateway.plugin_approvals.resolve(p.id, p.decision, resolved_by=by)
+    await resolve_approval(call.gateway, call.gateway.plugin_approvals, p.id, p.decision, by)
     return {"ok": True}

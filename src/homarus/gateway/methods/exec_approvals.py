@@ -17,6 +17,7 @@ from homarus.errors import Forbidden, InvalidRequest, NotFound
 from homarus.gateway.methods.approvals import IdParams, ResolveParams
 from homarus.gateway.router import EmptyParams, MethodCall, Params
 from homarus.gateway.services.approvals import await_decision, final_payload
+from homarus.gateway.services.cluster_approvals import resolve_approval
 from homarus.gateway.services.exec_approvals import MISMATCH, check_match, request_payload
 from homarus.protocol.compat import INTERNAL, Unsupported, compat_params
 from homarus.security.approvals import ApprovalRecord
@@ -163,7 +164,7 @@ async def approval_list(call: MethodCall, p: EmptyParams) -> list[dict[str, Any]
 
 async def approval_resolve(call: MethodCall, p: ExecResolveParams) -> dict[str, Any]:
     by = call.client.display_name or call.client.client_id or None
-    call.gateway.exec_approvals.resolve(p.id, p.decision, resolved_by=by)
+    await resolve_approval(call.gateway, call.gateway.exec_approvals, p.id, p.decision, by)
     return {"ok": True}
 
 

@@ -82,10 +82,10 @@ def build_plugin_approvals(gateway: GatewayContext) -> ApprovalManager:
     """The plugin approval manager with its events wired to the bus."""
 
     def requested(record: ApprovalRecord) -> None:
-        gateway.bus.broadcast(EVENT_REQUESTED, record.summary(), guard=APPROVALS, droppable=True)
+        gateway.bus.broadcast(EVENT_REQUESTED, record.summary(), guard=APPROVALS, droppable=True, cluster=True)
 
     def resolved(record: ApprovalRecord) -> None:
         # also sent for timeouts and cancellations (decision null), so operator UIs drop the prompt
-        gateway.bus.broadcast(EVENT_RESOLVED, resolved_event(record), guard=APPROVALS)
+        gateway.bus.broadcast(EVENT_RESOLVED, resolved_event(record), guard=APPROVALS, cluster=True)
 
     return ApprovalManager("plugin", on_requested=requested, on_resolved=resolved)

@@ -117,8 +117,9 @@ def authorize(
 
 
 def has_approval_clients(bus: EventBus, *, exclude: str | None = None) -> bool:
-    """Whether an operator connection other than ``exclude`` may resolve approvals."""
-    return any(
+    """Whether an operator connection other than ``exclude`` may resolve approvals (in a cluster,
+    one may be connected to another gateway: the request waits for its timeout there too)."""
+    return bus.relay is not None or any(
         r.conn_id != exclude and r.role == "operator" and scope_allows(r.scopes, APPROVALS) for r in bus.recipients()
     )
 
@@ -153,7 +154,7 @@ class ExecApprovals(ApprovalManager):
         super().__init__("exec", on_requested=self._requested, on_resolved=self._resolved)
 
     def _requested(self, record: ApprovalRecord) -> None:
-        self.gateway.bus.broadcast(EVENT_REQUESTED, record.summary(), guard=APPROVALS, droppable=True)
+        self.gateway.bus.broadcast(EVENT_REQUESTED, record.summary(), guard=APPROVALS, droppable=True, cluster=True)
         for route in self.routes:
             try:
                 route.notify(record)
@@ -167,7 +168,7 @@ class ExecApprovals(ApprovalManager):
                 add_patterns(self.file_path, list(patterns))
             except Exception:
                 log.exception("could not persist allow-always patterns for %s", record.id)
-        self.gateway.bus.broadcast(EVENT_RESOLVED, resolved_event(record), guard=APPROVALS)
+        self.gateway.bus.broadcast(EVENT_RESOLVED, resolved_event(record), guard=APPROVALS, cluster=True)
 
     def note_requester(self, approval_id: str, client: ClientInfo) -> None:
         self._requesters[approval_id] = (client.conn_id, client.client_id, client.instance_id)
