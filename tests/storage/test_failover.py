@@ -1,8 +1,8 @@
 """Failover between real gateway processes on one real PostgreSQL: a gateway killed with SIGKILL
 in the middle of webhook runs; the survivor takes them over once the dead member's ttl has passed
 and every accepted run ends exactly once (one terminal journal row, one answer in its transcript,
-its message written once), the one cut short resumed from its transcript, the queued ones in the
-order they were accepted. A retry of an accepted webhook at the survivor starts nothing new."""
+its message written once), the one cut short resumed from its transcript. A retry of an accepted
+webhook at the survivor starts nothing new."""
 
 from __future__ import annotations
 
@@ -87,7 +87,9 @@ async def test_the_survivor_takes_over_a_killed_gateways_runs(tmp_path: Path, pg
                 for i in range(6):
                     if any(f"job-{i}" in t for t in user_texts(request.json)) and i not in order:
                         order.append(i)
-            assert order == list(range(6))  # in the order they were accepted
+            # each ran; across sessions (each webhook has its own) the order may differ from the
+            # acceptance's by the lease round trips: a session's own runs keep theirs (its lane)
+            assert sorted(order) == list(range(6))
             for i, run_id in enumerate(run_ids):
                 users = [m for m in _messages_of(pg_url, run_id) if m["role"] == "user"]
                 assert len(users) == 1, (i, users)  # the resumed run did not write its message twice

@@ -78,6 +78,16 @@ async def test_a_conversation_moves_between_two_gateways_with_its_history(tmp_pa
             assert [s["key"] for s in listed["sessions"]] == ["agent:main:main"]
             assert listed["path"].startswith("postgresql://127.0.0.1:") and "#sessions/main" in listed["path"]
 
+        async def counted() -> int:  # health is built on the loop: its figures are read in the background
+            for _ in range(50):
+                agents = (await ca.request("health", {"probe": True}))["payload"]["agents"]
+                count: int = agents[0]["sessions"]["count"]
+                if count:
+                    return count
+                await asyncio.sleep(0.1)
+            return 0
+
+        assert await counted() == 1
         reset = await cb.request("sessions.reset", {"key": "main"})
         assert reset["ok"], reset
         assert (await ca.request("chat.history", {"sessionKey": "main"}))["payload"]["messages"] == []

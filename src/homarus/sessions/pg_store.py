@@ -22,6 +22,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, LiteralString
 
+from homarus.errors import HomarusError
 from homarus.sessions.store import (
     Change,
     Entries,
@@ -37,7 +38,10 @@ if TYPE_CHECKING:
 
     from homarus.storage.blocking import BlockingDatabase
 
-__all__ = ["PgSessionStore"]
+__all__ = ["GLANCE_TTL_S", "PgSessionStore"]
+
+#: how old the figures ``health`` shows of a PostgreSQL session index may be
+GLANCE_TTL_S = 2.0
 
 log = logging.getLogger("homarus.sessions")
 
@@ -60,6 +64,9 @@ class PgSessionStore(ValidatedReads):
         self.agent_id = agent_id
         self.maintenance = maintenance or Maintenance()
         self._warned_at = -1e9
+        self._glance: tuple[int, list[tuple[str, int | None]]] = (0, [])
+        self._glanced_at = -1e9
+        self._glancing = False
 
     @property
     def location(self) -> str:
@@ -88,6 +95,28 @@ class PgSessionStore(ValidatedReads):
             (self.agent_id, limit),
         )
         return [(str(k), None if u is None else int(u)) for k, u in rows]
+
+    def glance(self, limit: int) -> tuple[int, list[tuple[str, int | None]]]:
+        """The count and the most recent sessions as last read (at most :data:`GLANCE_TTL_S` ago),
+        read again in a worker thread when older: ``health`` is built on the event loop, which
+        must not wait on the database (and may not, while it is away)."""
+        now = time.monotonic()
+        if now - self._glanced_at > GLANCE_TTL_S and not self._glancing:
+            self._glancing = True
+            try:
+                _ = asyncio.get_running_loop().run_in_executor(None, self._read_glance, limit)
+            except RuntimeError:  # no loop (the CLI): read it now
+                self._read_glance(limit)
+        return self._glance
+
+    def _read_glance(self, limit: int) -> None:
+        try:
+            self._glance = (self.count(), self.recent(limit))
+            self._glanced_at = time.monotonic()
+        except HomarusError as exc:
+            log.warning("health: %s", exc.message)
+        finally:
+            self._glancing = False
 
     # -- writes -------------------------------------------------------------------------------------
     def update(self, key: str, change: Change, *, synced: bool = True) -> dict[str, Any] | None:

@@ -181,6 +181,10 @@ class SessionStore(ValidatedReads):
                 return []
             return [(str(k), None if u is None else int(u)) for k, u in self._query(db, _RECENT, (limit,))]
 
+    def glance(self, limit: int) -> tuple[int, list[tuple[str, int | None]]]:
+        """:meth:`count` and :meth:`recent`: two indexed reads of a local file, fine on the loop."""
+        return self.count(), self.recent(limit)
+
     # -- writes -------------------------------------------------------------------------------------
     def update(self, key: str, change: Change, *, synced: bool = True) -> dict[str, Any] | None:
         """Replace the entry of ``key`` with ``change(current)`` (None: remove it), durably.

@@ -26,7 +26,7 @@ def session_summary(gateway: GatewayContext, agent_id: str) -> dict[str, Any]:
     sessions; an agent with nothing stored yet creates no file."""
     store = gateway.sessions.store(agent_id)
     try:
-        count, rows = store.count(), store.recent(RECENT_SESSIONS)
+        count, rows = store.glance(RECENT_SESSIONS)
     except HomarusError as exc:  # a damaged index: health still answers (doctor says what to do)
         log.warning("health: %s", exc)
         count, rows = 0, []
