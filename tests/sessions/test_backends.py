@@ -211,7 +211,12 @@ def test_reset_and_delete_set_the_transcript_aside_everywhere(managers: Managers
         a.delete(a.main_session_key())
 
 
-def test_maintenance_enforce_prunes_the_oldest_but_never_a_main_session(managers: Managers) -> None:
+def test_maintenance_enforce_prunes_the_oldest_but_never_a_main_session(
+    managers: Managers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from homarus.sessions import pg_store
+
+    monkeypatch.setattr(pg_store, "MAINTAIN_EVERY_S", 0.0)  # PostgreSQL: every write looks (default 10 s)
     mgr = managers(maintenance=Maintenance("enforce", prune_after_ms=10**12, max_entries=3))
     main = mgr.main_session_key()
     mgr.ensure(main)

@@ -133,3 +133,21 @@ async def test_with_the_database_away_requests_fail_fast_and_work_again_when_it_
                     break
             history = (await c.request("chat.history", {"sessionKey": "main"}))["payload"]
             assert [m["role"] for m in history["messages"]] == ["user", "assistant", "user", "assistant"]
+
+
+async def test_a_subscriber_on_one_gateway_hears_of_a_session_changed_on_another(tmp_path: Path, pg_url: str) -> None:
+    with (
+        run_gateway(tmp_path / "a", config=_config(pg_url)) as a,
+        run_gateway(tmp_path / "b", config=_config(pg_url)) as b,
+    ):
+        ca, cb = await _client(a), await _client(b)
+        assert (await cb.request("sessions.subscribe", {}))["ok"]
+        await b.gateway.cluster.notices.listening.wait()  # type: ignore[union-attr]
+        created = await ca.request("sessions.create", {"key": "agent:main:shared"})
+        assert created["ok"], created
+        patched = await ca.request("sessions.patch", {"key": "agent:main:shared", "label": "Both see it"})
+        assert patched["ok"], patched
+        changed = await cb.event("sessions.changed", timeout=10)
+        assert changed["payload"]["sessionKey"] == "agent:main:shared"
+        listed = (await cb.request("sessions.list", {}))["payload"]["sessions"]
+        assert [s.get("label") for s in listed if s["key"] == "agent:main:shared"] == ["Both see it"]

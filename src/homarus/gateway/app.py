@@ -232,6 +232,9 @@ class Gateway(LazyServices, GatewayContext):
         approvals = self.cluster_approvals = self._cluster_approvals(cluster)
 
         def relayed(event: dict[str, Any]) -> None:  # a client here sees the runs of every member
+            if event.get("kind") == "subscribers":  # sessions.changed: to this gateway's subscribers
+                self.bus.send_to(list(self.session_subscribers), str(event.get("event")), event.get("payload"))
+                return
             approvals.seen(event)
             self.bus.relayed(event)
 

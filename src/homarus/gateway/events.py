@@ -212,8 +212,19 @@ class EventBus:
         """Connections that take every broadcast (not ``targeted-events``)."""
         return len(self._everything)
 
-    def send_to(self, conn_ids: Iterable[str], event: str, payload: Any = None, *, droppable: bool = False) -> int:
-        """Targeted event without seq; returns how many connections got it."""
+    def send_to(
+        self,
+        conn_ids: Iterable[str],
+        event: str,
+        payload: Any = None,
+        *,
+        droppable: bool = False,
+        cluster: bool = False,
+    ) -> int:
+        """Targeted event without seq; returns how many connections got it. ``cluster``: handed to
+        :attr:`relay` too, for the other gateways' subscribers of ``event`` (``kind: subscribers``)."""
+        if cluster and self.relay is not None:
+            self.relay({"kind": "subscribers", "event": event, "payload": payload, "droppable": droppable}, droppable)
         text = orjson.dumps(event_frame(event, payload)).decode()
         sent = 0
         for cid in conn_ids:

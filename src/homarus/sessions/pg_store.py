@@ -8,7 +8,8 @@ session never lose each other's change (a row lock alone would not cover a key t
 exist yet); a failing change writes nothing; ``synced=False`` commits with
 ``synchronous_commit = off`` (durable against a crash of a gateway at once, against one of the
 database's host from its next synced commit, as the embedded store's group commit). Maintenance
-(``pruneAfter``/``maxEntries``) runs in the writing transaction, as there.
+(``pruneAfter``/``maxEntries``) runs in a writing transaction, as there, but at most every
+:data:`MAINTAIN_EVERY_S` per gateway: its probe is a round trip, not a local read.
 
 Methods block (a network round trip): call them from a worker thread; :attr:`is_open` is False,
 so the session manager never reads this index on the event loop.
@@ -38,10 +39,12 @@ if TYPE_CHECKING:
 
     from homarus.storage.blocking import BlockingDatabase
 
-__all__ = ["GLANCE_TTL_S", "PgSessionStore"]
+__all__ = ["GLANCE_TTL_S", "MAINTAIN_EVERY_S", "PgSessionStore"]
 
 #: how old the figures ``health`` shows of a PostgreSQL session index may be
 GLANCE_TTL_S = 2.0
+#: maintenance (pruneAfter/maxEntries) looks at most this often per index and gateway
+MAINTAIN_EVERY_S = 10.0
 
 log = logging.getLogger("homarus.sessions")
 
@@ -67,6 +70,7 @@ class PgSessionStore(ValidatedReads):
         self._glance: tuple[int, list[tuple[str, int | None]]] = (0, [])
         self._glanced_at = -1e9
         self._glancing = False
+        self._maintained_at = -1e9
 
     @property
     def location(self) -> str:
@@ -178,8 +182,12 @@ class PgSessionStore(ValidatedReads):
         (agent_id, updated_at) index, at most maxEntries rows) unless there is something to prune."""
         m = self.maintenance
         cutoff = int(time.time() * 1000) - m.prune_after_ms
-        if m.mode == "warn" and time.monotonic() - self._warned_at < 600:
+        now = time.monotonic()
+        if m.mode == "warn" and now - self._warned_at < 600:
             return  # said recently; a store over its bounds is not news on every write
+        if now - self._maintained_at < MAINTAIN_EVERY_S:
+            return  # a round trip per write would cost more than a bound overshot for seconds
+        self._maintained_at = now
         args: dict[str, Any] = {"a": self.agent_id, "cut": cutoff, "max": m.max_entries}
         probe = conn.execute(_PROBE, args).fetchone()
         if probe is None or not (probe[0] or probe[1]):

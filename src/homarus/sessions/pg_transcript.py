@@ -50,6 +50,7 @@ class PgTranscript(CachedTranscript):
         self.agent_id = agent_id
         self.session_id = session_id
         self._lock = threading.Lock()  # one handle is shared by worker threads
+        self._exists = False
 
     def stamp(self) -> tuple[int, int] | None:
         """Changes when the transcript does (None: there is none): its length."""
@@ -86,12 +87,17 @@ class PgTranscript(CachedTranscript):
             return TranscriptView(view.header, list(view.entries))
 
     def exists(self) -> bool:
+        """Whether the transcript is there (once seen, remembered: a transcript set aside by a reset
+        or a delete is the old session id's, whose handle the manager drops)."""
+        if self._exists:
+            return True
         with self.db.connection() as conn:
             row = conn.execute(
                 "SELECT 1 FROM transcripts WHERE agent_id = %s AND session_id = %s AND archived IS NULL",
                 (self.agent_id, self.session_id),
             ).fetchone()
-        return row is not None
+        self._exists = row is not None
+        return self._exists
 
     # -- writing ------------------------------------------------------------------------
     def create(self, session_id: str, *, cwd: str | None = None, parent_session: str | None = None) -> None:
@@ -110,10 +116,8 @@ class PgTranscript(CachedTranscript):
     def append_many(self, entries: list[dict[str, Any]], *, synced: bool = True) -> list[dict[str, Any]]:
         """Check and append several entries in one transaction (all or none)."""
         with self._lock, self.db.connection() as conn, conn.transaction():
-            conn.execute(
-                "SELECT set_config('lock_timeout', %s, true), set_config('synchronous_commit', %s, true)",
-                (f"{int(self.lock_timeout * 1000)}ms", "on" if synced else "off"),
-            )
+            if not synced:  # (the lock timeout is the connection's: ``BlockingDatabase``)
+                conn.execute("SET LOCAL synchronous_commit = off")
             row = conn.execute(
                 "SELECT length, archived FROM transcripts WHERE agent_id = %s AND session_id = %s FOR UPDATE",
                 (self.agent_id, self.session_id),

@@ -21,7 +21,10 @@ if TYPE_CHECKING:
     from psycopg import Connection
     from psycopg_pool import ConnectionPool
 
-__all__ = ["BlockingDatabase"]
+__all__ = ["LOCK_TIMEOUT_MS", "BlockingDatabase"]
+
+#: the longest a statement waits for a row lock before failing (retryable)
+LOCK_TIMEOUT_MS = 10_000
 
 
 class BlockingDatabase:
@@ -50,7 +53,8 @@ class BlockingDatabase:
                 kwargs: dict[str, Any] = {
                     "autocommit": True,
                     "connect_timeout": max(1, round(self.timeout_s)),
-                    "options": f"-c statement_timeout={self.statement_timeout_ms}",
+                    # a row lock (a transcript's append) is waited for as long as a file lock was
+                    "options": f"-c statement_timeout={self.statement_timeout_ms} -c lock_timeout={LOCK_TIMEOUT_MS}",
                     "application_name": "homarus",
                 }
                 self._pool = ConnectionPool(

@@ -51,7 +51,18 @@ class Publisher(Protocol):
         cap: str | None = None,
     ) -> int: ...
 
-    def send_to(self, conn_ids: Iterable[str], event: str, payload: Any = None, *, droppable: bool = False) -> int: ...
+    def send_to(
+        self,
+        conn_ids: Iterable[str],
+        event: str,
+        payload: Any = None,
+        *,
+        droppable: bool = False,
+        cluster: bool = False,
+    ) -> int:
+        """To these connections; ``cluster``: the other gateways of a cluster send it to their
+        subscribers of the same event (``sessions.changed``)."""
+        ...
 
 
 class Spawner(Protocol):

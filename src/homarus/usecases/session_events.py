@@ -21,8 +21,7 @@ class SessionWatchers(Protocol):
 
 
 def emit_session_changed(host: SessionWatchers, key: SessionKey, reason: str, **extra: Any) -> None:
-    """Tell `sessions.subscribe` connections that a session changed (targeted, no seq)."""
-    if not host.session_subscribers:
-        return
+    """Tell `sessions.subscribe` connections that a session changed (targeted, no seq), here and
+    on the other gateways of a cluster (whose subscribers see the same sessions)."""
     payload = {"sessionKey": key.canonical, "reason": reason, "ts": int(time.time() * 1000), **extra}
-    host.bus.send_to(list(host.session_subscribers), "sessions.changed", payload)
+    host.bus.send_to(list(host.session_subscribers), "sessions.changed", payload, cluster=True)
