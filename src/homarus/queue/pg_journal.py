@@ -81,8 +81,9 @@ class PgRunJournal:
         now = _now_ms()
         with self.db.connection() as conn, conn.transaction():
             conn.execute(
-                "UPDATE runs SET status = 'running', started_at = %s WHERE run_id = %s AND status = 'accepted'",
-                (now, run_id),
+                """UPDATE runs SET status = 'running', started_at = %s
+                   WHERE run_id = %s AND status = 'accepted' AND owner IS NOT DISTINCT FROM %s""",
+                (now, run_id, self.member_id),
             )
             for other in joined:
                 conn.execute(
@@ -92,17 +93,21 @@ class PgRunJournal:
                 )
 
     def finish(self, run_id: str, status: str, *, result: Any = None, error: Any = None) -> None:
+        """The run's end, recorded only while this gateway owns it (one that took it over records
+        its own end; a gateway that lost it while paused must not overwrite that)."""
         if status not in TERMINAL:
             raise ValueError(f"not a terminal status: {status}")
         with self.db.connection() as conn:
             conn.execute(
-                "UPDATE runs SET status = %s, ended_at = %s, result = %s, error = %s WHERE run_id = %s",
+                """UPDATE runs SET status = %s, ended_at = %s, result = %s, error = %s
+                   WHERE run_id = %s AND owner IS NOT DISTINCT FROM %s""",
                 (
                     status,
                     _now_ms(),
                     json.dumps(result) if result is not None else None,
                     json.dumps(error) if error is not None else None,
                     run_id,
+                    self.member_id,
                 ),
             )
 

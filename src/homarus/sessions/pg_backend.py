@@ -20,14 +20,16 @@ __all__ = ["PostgresSessions"]
 
 
 class PostgresSessions:
-    def __init__(self, db: BlockingDatabase) -> None:
+    def __init__(self, db: BlockingDatabase, member_id: str | None = None) -> None:
         self.db = db
+        #: the gateway these sessions are written by (None: a command without a gateway)
+        self.member_id = member_id
 
     def index(self, agent_id: str, directory: Path, maintenance: Maintenance) -> SessionIndex:
         return PgSessionStore(self.db, agent_id, maintenance=maintenance)
 
     def transcript(self, agent_id: str, session_id: str, path: Path) -> TranscriptLog:
-        return PgTranscript(self.db, agent_id, session_id, path)
+        return PgTranscript(self.db, agent_id, session_id, path, member_id=self.member_id)
 
     def import_transcript(self, t: WholeTranscript) -> bool:
         texts = [orjson.dumps(e).decode() for e in t.entries]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from homarus.errors import InvalidRequest
+from homarus.errors import InvalidRequest, Unavailable
 from homarus.sessions.transcript import CachedTranscript, TranscriptView
 from homarus.sessions.transcript_rules import AppendState, new_header, prepare, track
 
@@ -31,7 +31,22 @@ if TYPE_CHECKING:
 
     from homarus.storage.blocking import BlockingDatabase
 
-__all__ = ["PgTranscript"]
+__all__ = ["PgTranscript", "RunTakenOver"]
+
+# the transcript's row locked for the append, and how many of the batch's runs another member owns
+# (a gateway paused past its ttl must not write into a run a survivor took over meanwhile)
+_LOCK = """SELECT t.length, t.archived, (
+        SELECT count(*) FROM runs r WHERE r.run_id = ANY(%(runs)s) AND r.owner IS DISTINCT FROM %(me)s)
+    FROM transcripts t WHERE t.agent_id = %(a)s AND t.session_id = %(s)s FOR UPDATE OF t"""
+
+
+class RunTakenOver(Unavailable):
+    """The run being written belongs to another gateway now (it took the run over): a retry with
+    the same idempotency key gets that gateway's outcome."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True)
+
 
 _ENTRIES_AFTER = """SELECT t.length, t.archived, t.header, e.seq, e.entry
     FROM transcripts t LEFT JOIN transcript_entries e
@@ -42,11 +57,20 @@ _ENTRIES_AFTER = """SELECT t.length, t.archived, t.header, e.seq, e.entry
 
 class PgTranscript(CachedTranscript):
     def __init__(
-        self, db: BlockingDatabase, agent_id: str, session_id: str, path: Path, *, lock_timeout: float = 10.0
+        self,
+        db: BlockingDatabase,
+        agent_id: str,
+        session_id: str,
+        path: Path,
+        *,
+        member_id: str | None = None,
+        lock_timeout: float = 10.0,
     ) -> None:
         # ``path``: where the embedded backend would keep it (hooks and messages name a transcript by it)
         super().__init__(path, lock_timeout)
         self.db = db
+        #: the gateway writing (None: a command without a gateway): the runs it writes must be its own
+        self.member_id = member_id
         self.agent_id = agent_id
         self.session_id = session_id
         self._lock = threading.Lock()  # one handle is shared by worker threads
@@ -118,12 +142,15 @@ class PgTranscript(CachedTranscript):
         with self._lock, self.db.connection() as conn, conn.transaction():
             if not synced:  # (the lock timeout is the connection's: ``BlockingDatabase``)
                 conn.execute("SET LOCAL synchronous_commit = off")
-            row = conn.execute(
-                "SELECT length, archived FROM transcripts WHERE agent_id = %s AND session_id = %s FOR UPDATE",
-                (self.agent_id, self.session_id),
-            ).fetchone()
+            runs = sorted({str(e["runId"]) for e in entries if e.get("runId")}) if self.member_id else []
+            args = {"a": self.agent_id, "s": self.session_id, "runs": runs, "me": self.member_id}
+            row = conn.execute(_LOCK, args).fetchone()
             if row is None or row[1] is not None:
                 raise InvalidRequest(f"transcript {self.path.name} does not exist; create it first")
+            if row[2]:
+                raise RunTakenOver(
+                    f"run {', '.join(runs)} was taken over by another gateway of the cluster; this one stops writing it"
+                )
             length = int(row[0])
             try:
                 state = self._caught_up(conn, length)

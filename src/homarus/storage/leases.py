@@ -8,8 +8,9 @@ cannot live on) and released when the run ends. A gateway that dies stops renewi
 member ttl another gateway takes the session over. A gateway that cannot reach the database waits
 for it (its runs are accepted already; nothing is dropped) and says so once in the log.
 
-Each take raises the lease's ``fence``; it is what a later change can check to refuse the writes of
-a member that lost its lease while paused (not checked yet: see docs/scale-out.md).
+Each take raises the lease's ``fence`` (for operators reading the table). What keeps a member that
+lost a run while paused from writing it is the run's ``owner``, checked by every transcript append
+(``sessions/pg_transcript.py``) and journal end (``queue/pg_journal.py``).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def sessions(gw: GatewayContext) -> SessionManager:
     if gw.cluster is not None:  # storage.backend postgres: the sessions every gateway shares
         from homarus.sessions.pg_backend import PostgresSessions
 
-        backend = PostgresSessions(gw.cluster.blocking)
+        backend = PostgresSessions(gw.cluster.blocking, gw.cluster.member_id)
     return SessionManager(
         gw.paths.state_dir,
         agent_ids=cfg.agents.ids,
