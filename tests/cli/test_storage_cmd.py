@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from homarus.queue.journal import RunJournal
 from homarus.sessions.manager import SessionManager
 from tests.conftest import TEST_TOKEN, run_gateway
 from tests.gateway_process import free_port, run_cli, scrubbed_env, write_config
@@ -39,6 +40,13 @@ def _embedded_state(state: Path) -> dict[str, str]:
         gone = mgr.resolve_key("agent:main:gone")
         mgr.ensure(gone)
         mgr.delete(gone)
+        journal = RunJournal(state / "runs.sqlite")  # one run that answered, one still queued
+        try:
+            journal.accept("done-1", "agent", {"message": "hi"}, session_key=main.canonical)
+            journal.finish("done-1", "ok", result={"runId": "done-1", "status": "ok", "result": {}})
+            journal.accept("queued-1", "agent", {"message": "later"}, session_key=main.canonical)
+        finally:
+            journal.close()
         torn = mgr.sessions_dir("main") / f"{chat_ref.entry.session_id}.jsonl"
         with open(torn, "ab") as f:
             f.write(b'{"type":"message","mess')  # a crash in the middle of a line
@@ -67,6 +75,7 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert agent["sessions"] == 2 and agent["transcripts"] == 4 and agent["archived"] == 2
     assert agent["sessionsAdded"] == 0 and agent["transcriptsAdded"] == 0
     assert agent["skippedLines"] == {f"{ids['chat']}.jsonl": 1}
+    assert json.loads(dry.stdout)["runs"] == {"found": 2, "unfinished": 1, "added": 0}
 
     done = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres")
     assert done.returncode == 0, done.stderr
@@ -75,12 +84,16 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
         "agent main: 2 session(s), 4 transcript(s) (2 set aside), 4 entries; copied 2 session(s) and 4 transcript(s)"
     )
     assert lines[1] == f"  {ids['chat']}.jsonl: 1 line(s) that do not parse, left out"
-    assert "the embedded files are left as they were" in lines[2]
+    assert lines[2] == (
+        "run journal: 2 run(s), 1 unfinished; copied 2 (the first gateway to start takes the unfinished ones up)"
+    )
+    assert "the embedded files are left as they were" in lines[3]
     assert (state / "agents" / "main" / "sessions" / f"{ids['main']}.jsonl").exists()
 
     again = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres", "--json")
     [agent] = json.loads(again.stdout)["agents"]
     assert agent["sessionsAdded"] == 0 and agent["transcriptsAdded"] == 0  # all there already: kept
+    assert json.loads(again.stdout)["runs"]["added"] == 0
 
     _config(state, pg_url, backend="postgres")
     (state / "agents").rename(tmp_path / "moved-away")  # what follows can only come from the database
@@ -105,6 +118,10 @@ async def test_a_gateway_on_the_database_continues_a_migrated_conversation(tmp_p
         assert history["messages"][0]["content"] == "my name is Ada"
         chat = (await c.request("chat.history", {"sessionKey": "agent:main:chat-2"}))["payload"]
         assert chat["messages"][0]["content"] == "second chat"
+        done = (await c.request("agent.wait", {"runId": "done-1", "timeoutMs": 1000}))["payload"]
+        assert done["status"] == "ok"  # its idempotency key answers from the copied journal
+        queued = (await c.request("agent.wait", {"runId": "queued-1", "timeoutMs": 10_000}, timeout=15))["payload"]
+        assert queued["status"] in ("ok", "error")  # taken up by the restart's rules: it ended
 
 
 def test_migrate_refuses_without_a_url_or_a_server(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """``homarus storage migrate --from embedded --to postgres``: move an installation's state into
-the PostgreSQL database of ``storage.postgres.url`` (what is shared there today: every agent's
-sessions and transcripts, ``sessions/transfer.py``); and the PostgreSQL session backend for the
-commands that work without a gateway (``homarus sessions``)."""
+the PostgreSQL database of ``storage.postgres.url`` (what is shared there: every agent's sessions
+and transcripts, ``sessions/transfer.py``, and the run journal, ``queue/pg_journal.py``); and the
+PostgreSQL session backend for the commands that work without a gateway (``homarus sessions``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from homarus.errors import HomarusError
 if TYPE_CHECKING:
     from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
-    from homarus.sessions.backend import SessionBackend
+    from homarus.sessions.pg_backend import PostgresSessions
 
 __all__ = ["add_storage_parser", "postgres_sessions", "run_storage"]
 
@@ -44,7 +44,7 @@ async def _migrated_schema(url: str, timeout_s: float) -> int:
 
 
 @contextmanager
-def postgres_sessions(cfg: HomarusConfig) -> Iterator[SessionBackend]:
+def postgres_sessions(cfg: HomarusConfig) -> Iterator[PostgresSessions]:
     """The sessions of ``storage.postgres.url``, its schema brought up to date first (as a gateway
     does at start); raises ``StorageUnavailable`` or ``SchemaTooNew`` with the reason."""
     from homarus.sessions.pg_backend import PostgresSessions
@@ -67,6 +67,7 @@ def postgres_sessions(cfg: HomarusConfig) -> Iterator[SessionBackend]:
 def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
     from homarus.cli.client import fail
     from homarus.config.loader import load_config
+    from homarus.queue.pg_journal import import_runs
     from homarus.sessions.transfer import copy_sessions
 
     if args.storage_command != "migrate":
@@ -75,15 +76,20 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
     try:
         with postgres_sessions(cfg) as target:
             report = copy_sessions(paths.state_dir, target, dry_run=args.dry_run)
+            runs, unfinished, runs_added = import_runs(target.db, paths.state_dir / "runs.sqlite", dry_run=args.dry_run)
     except HomarusError as exc:
         return fail(f"cannot migrate: {exc.message}")
     if args.json:
-        out = {"dryRun": bool(args.dry_run), "agents": [a.to_json() for a in report]}
+        out = {
+            "dryRun": bool(args.dry_run),
+            "agents": [a.to_json() for a in report],
+            "runs": {"found": runs, "unfinished": unfinished, "added": runs_added},
+        }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     verb = "would copy" if args.dry_run else "copied"
-    if not report:
-        print(f"nothing to copy: no sessions under {paths.state_dir / 'agents'}")
+    if not report and not runs:
+        print(f"nothing to copy: no sessions under {paths.state_dir / 'agents'} and no run journal")
     for a in report:
         line = f"agent {a.agent_id}: {a.sessions} session(s), {a.transcripts} transcript(s) ({a.archived} set aside), "
         line += f"{a.entries} entries"
@@ -94,7 +100,15 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
         print(line)
         for name, count in sorted(a.skipped_lines.items()):
             print(f"  {name}: {count} line(s) that do not parse, left out")
-    if not args.dry_run and report:
+    if runs:
+        line = f"run journal: {runs} run(s), {unfinished} unfinished"
+        if not args.dry_run:
+            line += f"; {verb} {runs_added}" + (
+                f", {runs - runs_added} already there (kept)" if runs > runs_added else ""
+            )
+            line += " (the first gateway to start takes the unfinished ones up)" if unfinished else ""
+        print(line)
+    if not args.dry_run and (report or runs):
         print(
             "the embedded files are left as they were; set storage.backend to postgres and restart the "
             "gateway (stop it before migrating: what it writes meanwhile is not copied)"

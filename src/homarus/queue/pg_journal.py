@@ -20,16 +20,19 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import sqlite3
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
+from homarus.errors import ConfigError
 from homarus.queue.journal import COLUMNS, TERMINAL, RunRecord, Where, record_of
 
 if TYPE_CHECKING:
     from homarus.storage.blocking import BlockingDatabase
 
-__all__ = ["PgRunJournal"]
+__all__ = ["PgRunJournal", "import_runs"]
 
 _SELECT = f"SELECT {COLUMNS} FROM runs"  # noqa: S608 - a constant of column names
 _UNFINISHED = "status IN ('accepted', 'running')"
@@ -183,3 +186,31 @@ class PgRunJournal:
                 (_now_ms() - older_than_ms,),
             )
         return cur.rowcount
+
+
+def import_runs(db: BlockingDatabase, path: Path, *, dry_run: bool = False) -> tuple[int, int, int]:
+    """Copy an embedded journal (``runs.sqlite``) into the shared one: (runs found, of them
+    unfinished, runs added). Nobody owns the copies, so the first gateway to start takes the
+    unfinished ones up by the recovery rules; the finished ones keep answering their idempotency
+    keys. A run id the database has already is kept as it is there."""
+    if not path.exists():
+        return 0, 0, 0
+    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = source.execute(f"SELECT {COLUMNS} FROM runs ORDER BY accepted_at, rowid").fetchall()  # noqa: S608
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(f"{path} cannot be read ({exc}); start the gateway once to bring it up to date") from None
+    finally:
+        source.close()
+    unfinished = sum(1 for r in rows if r[6] in ("accepted", "running"))
+    if dry_run or not rows:
+        return len(rows), unfinished, 0
+    added = 0
+    with db.connection() as conn, conn.transaction():
+        for row in rows:
+            cur = conn.execute(
+                f"INSERT INTO runs ({COLUMNS}) VALUES ({', '.join(['%s'] * 15)}) ON CONFLICT (run_id) DO NOTHING",  # noqa: S608
+                row,
+            )
+            added += cur.rowcount
+    return len(rows), unfinished, added
