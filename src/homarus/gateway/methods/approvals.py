@@ -92,5 +92,5 @@ async def approval_list(call: MethodCall, p: EmptyParams) -> list[dict[str, Any]
 
 async def approval_resolve(call: MethodCall, p: ResolveParams) -> dict[str, Any]:
     by = call.client.display_name or call.client.client_id or None
-    await resolve_approval(call.gateway, call.gateway.plugin_approvals, p.id, p.decision, by)
+    await resolve_approval(call.gateway.cluster_approvals, call.gateway.plugin_approvals, p.id, p.decision, by)
     return {"ok": True}

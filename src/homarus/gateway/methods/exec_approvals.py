@@ -164,7 +164,7 @@ async def approval_list(call: MethodCall, p: EmptyParams) -> list[dict[str, Any]
 
 async def approval_resolve(call: MethodCall, p: ExecResolveParams) -> dict[str, Any]:
     by = call.client.display_name or call.client.client_id or None
-    await resolve_approval(call.gateway, call.gateway.exec_approvals, p.id, p.decision, by)
+    await resolve_approval(call.gateway.cluster_approvals, call.gateway.exec_approvals, p.id, p.decision, by)
     return {"ok": True}
 
 

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Final
 from homarus.errors import HomarusError, NotFound
 
 if TYPE_CHECKING:
-    from homarus.gateway.context import GatewayContext
     from homarus.security.approvals import ApprovalManager
 
 __all__ = ["CHANNEL", "FORWARD_WAIT_S", "ClusterApprovals", "resolve_approval"]
@@ -84,10 +83,10 @@ class ClusterApprovals:
 
 
 async def resolve_approval(
-    gw: GatewayContext, manager: ApprovalManager, approval_id: str, decision: str, by: str | None
+    cluster: ClusterApprovals | None, manager: ApprovalManager, approval_id: str, decision: str, by: str | None
 ) -> None:
-    """An operator's decision, on whichever gateway of a cluster has the approval."""
-    if gw.cluster_approvals is None:
+    """An operator's decision, on whichever gateway of a cluster (None: no cluster) has the approval."""
+    if cluster is None:
         manager.resolve(approval_id, decision, resolved_by=by)
     else:
-        await gw.cluster_approvals.resolve(manager, approval_id, decision, by)
+        await cluster.resolve(manager, approval_id, decision, by)
