@@ -143,6 +143,7 @@ async def test_the_heartbeats_role_moves_to_the_survivor(tmp_path: Path, pg_url:
             assert (await storage_of(ca))["heldRoles"] == ["heartbeats"]  # the first to start runs them
             seen = await storage_of(cb)
             assert seen["heldRoles"] == [] and seen["roles"]["heartbeats"]["live"] is True
+            assert seen["relay"]["dropped"] == 0 and all(0 <= m["seenAgoMs"] < 5000 for m in seen["members"])
             assert not b.gateway.built("heartbeats") or b.gateway.heartbeats._task is None
             a_member = (await storage_of(ca))["member"]
             first.close()  # a stops: it lets the role go at once, without waiting out its lease

@@ -47,6 +47,8 @@ def lines(storage: dict[str, Any]) -> list[str]:
     for role, holder in sorted((storage.get("roles") or {}).items()):
         where = ports.get(holder["member"], holder["member"])
         out.append(f"role {role}: {where}" + ("" if holder["live"] else " (lease expired: being taken over)"))
+    if relay := storage.get("relay"):
+        out.append(f"events to the other gateways: {relay['queued']} waiting, {relay['dropped']} dropped")
     return out
 
 

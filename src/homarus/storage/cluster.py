@@ -46,6 +46,8 @@ class Member:
     started_at_ms: int
     seen_at_ms: int
     alive: bool
+    #: how long ago, by the database's clock, the member was last seen (its heartbeat's lag)
+    seen_ago_ms: int = 0
 
     def to_json(self, own_id: str) -> dict[str, Any]:
         return {
@@ -56,6 +58,7 @@ class Member:
             "version": self.version,
             "startedAtMs": self.started_at_ms,
             "seenAtMs": self.seen_at_ms,
+            "seenAgoMs": self.seen_ago_ms,
             "alive": self.alive,
             "self": self.id == own_id,
         }
@@ -172,12 +175,13 @@ class Cluster:
                 """SELECT id, host, pid, port, version,
                           (extract(epoch FROM started_at) * 1000)::bigint,
                           (extract(epoch FROM seen_at) * 1000)::bigint,
-                          seen_at > now() - make_interval(secs => %s)
+                          seen_at > now() - make_interval(secs => %s),
+                          (extract(epoch FROM now() - seen_at) * 1000)::bigint
                    FROM gateway_members ORDER BY started_at, id""",
                 (self.ttl_s,),
             )
             rows = await cur.fetchall()
-        return [Member(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows]
+        return [Member(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7]), max(0, int(r[8]))) for r in rows]
 
     async def status(self) -> dict[str, Any]:
         """What ``status`` shows of the cluster; the members only while the database answers."""
@@ -199,6 +203,7 @@ class Cluster:
         with contextlib.suppress(StorageUnavailable):
             out["roles"] = await self.roles.holders()
         out["heldRoles"] = self.roles.held
+        out["relay"] = {"queued": self.relay.queued, "dropped": self.relay.dropped}
         return out
 
     async def leave(self) -> None:

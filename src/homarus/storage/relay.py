@@ -59,6 +59,11 @@ class EventRelay:
         self.dropped = 0
         self._sent_spills = 0
 
+    @property
+    def queued(self) -> int:
+        """Events waiting to be sent (the relay's lag, in events)."""
+        return len(self._out)
+
     def receive(self, deliver: Callable[[dict[str, Any]], None]) -> None:
         """Hand every event another gateway relays to ``deliver``, in order (before :meth:`start`)."""
         self._deliver = deliver
