@@ -64,15 +64,19 @@ async def test_one_member_holds_a_role_and_the_next_takes_it_on_release(pg_url: 
         (a, work_a), (b, work_b) = _member(db, "a"), _member(db, "b")
         await a.tick()
         await b.tick()
+        await a.settled()  # a role's work starts beside the heartbeat, not on its time
         assert a.held == ["cron"] and b.held == [] and work_a.running() and not work_b.running()
         assert (await b.holders())["cron"] == {"member": "a", "live": True}
         await a.tick()  # renewing keeps it
         await b.tick()
         assert b.held == []
-        await a.release()
+        await a.release()  # returns once the work has stopped
         assert not work_a.running()
         await b.tick()
+        await b.settled()
         assert b.held == ["cron"] and work_b.running()
+        await a.tick()  # a released member takes nothing any more
+        assert a.held == []
         await b.release()
 
 
@@ -80,6 +84,7 @@ async def test_a_holder_that_stops_renewing_stops_before_another_takes_over(pg_u
     async with _database(pg_url) as db:
         (a, work_a), (b, work_b) = _member(db, "a"), _member(db, "b")
         await a.tick()
+        await a.settled()
         assert work_a.running()
         # a is frozen from here on (never ticks again); b tries every tenth of a second
         await wait_for(lambda: not work_a.running(), timeout=5, what="a to stop its work itself")
@@ -87,6 +92,7 @@ async def test_a_holder_that_stops_renewing_stops_before_another_takes_over(pg_u
         while not b.held:
             await b.tick()
             await asyncio.sleep(0.1)
+        await b.settled()
         started_at = work_b.events[-1][1]
         assert stopped_at < started_at  # never both at once
         took = work_a.events[0][1]
@@ -101,6 +107,7 @@ async def test_a_holder_cut_off_from_the_database_stops_its_work(tmp_path: Path)
         async with _database(server.url()) as db:
             roles, work = _member(db, "a")
             await roles.tick()
+            await roles.settled()
             assert work.running()
             await asyncio.to_thread(server.stop)
             with pytest.raises(StorageUnavailable):
@@ -109,6 +116,7 @@ async def test_a_holder_cut_off_from_the_database_stops_its_work(tmp_path: Path)
             assert roles.held == []
             await asyncio.to_thread(server.start)
             await _tick_until_held(roles, timeout=10)
+            await roles.settled()
             assert roles.held == ["cron"] and work.running()  # nobody else took it: back here
             await roles.release()
 
@@ -152,3 +160,28 @@ async def test_the_heartbeats_role_moves_to_the_survivor(tmp_path: Path, pg_url:
             assert row is None or row[0] != a_member
             await wait_for(lambda: b.gateway.heartbeats._task is not None, timeout=10, what="b to take the role")
             assert (await storage_of(cb))["heldRoles"] == ["heartbeats"]
+
+
+async def test_a_slow_start_does_not_hold_up_the_renewals(pg_url: str) -> None:
+    async with _database(pg_url) as db:
+        roles = Roles(db, "slow", TTL)
+        started = asyncio.Event()
+
+        async def slow_start() -> None:  # a channel taking its time to connect
+            await asyncio.sleep(TTL)
+            started.set()
+
+        async def stop() -> None:
+            return None
+
+        roles.want("channels", slow_start, stop)
+        async with asyncio.timeout(TTL / 2):  # the heartbeat's tick returns at once, renewals go on
+            await roles.tick()
+            await roles.tick()
+        assert roles.held == ["channels"] and not started.is_set()
+        while not started.is_set():  # the heartbeat goes on meanwhile
+            await asyncio.sleep(TTL / 3)
+            await roles.tick()
+        await roles.settled()
+        assert roles.held == ["channels"]  # renewed all along: never dropped by its own watchdog
+        await roles.release()

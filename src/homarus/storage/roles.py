@@ -53,6 +53,9 @@ class _Role:
     on_gain: Hook
     on_lose: Hook
     held: bool = False
+    #: the role's starts and stops, run one after the other and never on the heartbeat's time (a
+    #: channel may take its 30 s to start: the heartbeat must go on renewing meanwhile)
+    work: asyncio.Task[None] | None = None
 
 
 class Roles:
@@ -64,6 +67,7 @@ class Roles:
         self._renewed_at = time.monotonic()
         self._watchdog: asyncio.Task[None] | None = None
         self._lock = asyncio.Lock()
+        self._released = False  # leaving the cluster: take nothing any more
 
     def want(self, role: str, on_gain: Hook, on_lose: Hook) -> None:
         """Run ``on_gain`` whenever this member takes ``role``, ``on_lose`` when it lets it go."""
@@ -80,7 +84,7 @@ class Roles:
     async def tick(self) -> None:
         """Renew the roles held, take the free ones wanted (the heartbeat calls it); raises
         StorageUnavailable when the database is away (the watchdog handles what follows)."""
-        if not self._roles:
+        if not self._roles or self._released:
             return
         async with self._lock:
             started = time.monotonic()
@@ -95,9 +99,9 @@ class Roles:
                 if name in taken and not role.held:
                     role.held = True
                     log.info("cluster: this gateway now holds the %s role", name)
-                    await _guarded(role.on_gain, f"starting the {name} role")
+                    self._switch(name, role, role.on_gain, "starting")
                 elif name not in taken and role.held:  # someone took it (this member was too slow)
-                    await self._drop(name, role, "another gateway holds it now")
+                    self._drop(name, role, "another gateway holds it now")
         if self._watchdog is None:
             self._watchdog = asyncio.create_task(self._watch(), name="cluster-roles-watchdog")
 
@@ -109,15 +113,31 @@ class Roles:
             deadline = self._renewed_at + self.ttl_s * SELF_FENCE
             await asyncio.sleep(max(0.05, deadline - time.monotonic()))
             if time.monotonic() >= self._renewed_at + self.ttl_s * SELF_FENCE and self.held:
-                async with self._lock:
-                    for name, role in self._roles.items():
-                        if role.held:
-                            await self._drop(name, role, "its lease could not be renewed")
+                for name, role in self._roles.items():
+                    if role.held:
+                        self._drop(name, role, "its lease could not be renewed")
 
-    async def _drop(self, name: str, role: _Role, why: str, *, level: int = logging.WARNING) -> None:
+    def _drop(self, name: str, role: _Role, why: str, *, level: int = logging.WARNING) -> None:
         role.held = False
         log.log(level, "cluster: this gateway stops the %s role: %s", name, why)
-        await _guarded(role.on_lose, f"stopping the {name} role")
+        self._switch(name, role, role.on_lose, "stopping")
+
+    def _switch(self, name: str, role: _Role, hook: Hook, what: str) -> None:
+        """Run ``hook`` after the role's previous start or stop has finished."""
+        previous = role.work
+
+        async def after() -> None:
+            if previous is not None:
+                await asyncio.wait([previous])
+            await _guarded(hook, f"{what} the {name} role")
+
+        role.work = asyncio.create_task(after(), name=f"cluster-role-{name}")
+
+    async def settled(self) -> None:
+        """Return once every role's starts and stops so far have run."""
+        pending = [r.work for r in self._roles.values() if r.work is not None]
+        if pending:
+            await asyncio.wait(pending)
 
     async def release(self) -> None:
         """Stop every role's work and let the others take them at once (leaving the cluster)."""
@@ -126,9 +146,12 @@ class Roles:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._watchdog
             self._watchdog = None
-        held = self.held
-        for name in held:
-            await self._drop(name, self._roles[name], "the gateway is stopping", level=logging.INFO)
+        self._released = True
+        async with self._lock:
+            held = self.held
+            for name in held:
+                self._drop(name, self._roles[name], "the gateway is stopping", level=logging.INFO)
+            await self.settled()  # the work has stopped before the others may take it
         if held:
             with contextlib.suppress(StorageUnavailable):
                 async with self.db.connection() as conn:
