@@ -18,19 +18,9 @@ from homarus.errors import InvalidRequest, NotFound
 from homarus.sessions.backend import SessionBackend, TranscriptLog
 from homarus.sessions.manager import SessionManager
 from homarus.sessions.store import Maintenance
+from homarus.storage.migrations import migrate_at
 
 Managers = Callable[..., SessionManager]
-
-
-async def _migrated(url: str) -> None:
-    from homarus.storage.database import Database
-    from homarus.storage.migrations import migrate
-
-    db = await Database.open(url, max_size=1)
-    try:
-        await migrate(db)
-    finally:
-        await db.close()
 
 
 @pytest.fixture(params=["embedded", "postgres"])
@@ -43,7 +33,7 @@ def managers(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Manager
         from homarus.storage.blocking import BlockingDatabase
 
         url = request.getfixturevalue("pg_url")
-        asyncio.run(_migrated(url))
+        asyncio.run(migrate_at(url))
 
         def backend() -> SessionBackend:
             db = BlockingDatabase(url, max_size=4)

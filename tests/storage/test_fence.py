@@ -14,20 +14,11 @@ from homarus.sessions.manager import SessionManager
 from homarus.sessions.pg_backend import PostgresSessions
 from homarus.sessions.pg_transcript import RunTakenOver
 from homarus.storage.blocking import BlockingDatabase
-from homarus.storage.database import Database
-from homarus.storage.migrations import migrate
-
-
-async def _migrated(url: str) -> None:
-    db = await Database.open(url, max_size=1)
-    try:
-        await migrate(db)
-    finally:
-        await db.close()
+from homarus.storage.migrations import migrate_at
 
 
 def test_a_member_that_lost_a_run_cannot_write_it(tmp_path: Path, pg_url: str) -> None:
-    asyncio.run(_migrated(pg_url))
+    asyncio.run(migrate_at(pg_url))
     db = BlockingDatabase(pg_url, max_size=2)
     try:
         paused, survivor = PgRunJournal(db, "paused", 15.0), PgRunJournal(db, "survivor", 15.0)

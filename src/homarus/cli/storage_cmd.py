@@ -32,29 +32,19 @@ def add_storage_parser(st: argparse.ArgumentParser) -> None:
     mig.add_argument("--json", action="store_true", help="the report as JSON")
 
 
-async def _migrated_schema(url: str, timeout_s: float) -> int:
-    from homarus.storage.database import Database
-    from homarus.storage.migrations import migrate
-
-    db = await Database.open(url, max_size=1, timeout_s=timeout_s)
-    try:
-        return (await migrate(db))[0]
-    finally:
-        await db.close()
-
-
 @contextmanager
 def postgres_sessions(cfg: HomarusConfig) -> Iterator[PostgresSessions]:
     """The sessions of ``storage.postgres.url``, its schema brought up to date first (as a gateway
     does at start); raises ``StorageUnavailable`` or ``SchemaTooNew`` with the reason."""
     from homarus.sessions.pg_backend import PostgresSessions
     from homarus.storage.blocking import BlockingDatabase
+    from homarus.storage.migrations import migrate_at
 
     pg = cfg.storage.postgres
     if pg.url is None:
         raise HomarusError("storage.postgres.url is not set (homarus config set storage.postgres.url postgresql://…)")
     url = pg.url.get_secret_value()
-    asyncio.run(_migrated_schema(url, pg.connect_timeout_seconds))
+    asyncio.run(migrate_at(url, timeout_s=pg.connect_timeout_seconds))
     db = BlockingDatabase(
         url, max_size=2, timeout_s=pg.connect_timeout_seconds, statement_timeout_ms=pg.statement_timeout_ms
     )

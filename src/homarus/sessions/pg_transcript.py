@@ -25,6 +25,7 @@ import orjson
 from homarus.errors import InvalidRequest, Unavailable
 from homarus.sessions.transcript import CachedTranscript, TranscriptView
 from homarus.sessions.transcript_rules import AppendState, new_header, prepare, track
+from homarus.storage.blocking import LOCK_TIMEOUT_MS
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -64,10 +65,10 @@ class PgTranscript(CachedTranscript):
         path: Path,
         *,
         member_id: str | None = None,
-        lock_timeout: float = 10.0,
     ) -> None:
-        # ``path``: where the embedded backend would keep it (hooks and messages name a transcript by it)
-        super().__init__(path, lock_timeout)
+        # ``path``: where the embedded backend would keep it (hooks and messages name a transcript by
+        # it); a row lock is waited for as long as the connection's ``lock_timeout`` says
+        super().__init__(path, LOCK_TIMEOUT_MS / 1000)
         self.db = db
         #: the gateway writing (None: a command without a gateway): the runs it writes must be its own
         self.member_id = member_id

@@ -18,7 +18,7 @@ from homarus.errors import ConfigError
 if TYPE_CHECKING:
     from homarus.storage.database import Database
 
-__all__ = ["LOCK_KEY", "Migration", "SchemaTooNew", "migrate", "migrations"]
+__all__ = ["LOCK_KEY", "Migration", "SchemaTooNew", "migrate", "migrate_at", "migrations"]
 
 #: the advisory lock migrations hold ("Homarus" in ASCII, as a bigint)
 LOCK_KEY: Final = 0x486F6D61727573
@@ -80,3 +80,15 @@ async def migrate(db: Database, known: list[Migration] | None = None) -> tuple[i
             return max(current, latest), applied
         finally:
             await conn.execute("SELECT pg_advisory_unlock(%s)", (LOCK_KEY,))
+
+
+async def migrate_at(url: str, *, timeout_s: float = 5.0) -> int:
+    """Bring the schema of the database at ``url`` up to date on a connection of its own (a
+    command without a gateway, as the gateway does at start); the version now."""
+    from homarus.storage.database import Database
+
+    db = await Database.open(url, max_size=1, timeout_s=timeout_s)
+    try:
+        return (await migrate(db))[0]
+    finally:
+        await db.close()
