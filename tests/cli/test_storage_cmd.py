@@ -47,12 +47,31 @@ def _embedded_state(state: Path) -> dict[str, str]:
             journal.accept("queued-1", "agent", {"message": "later"}, session_key=main.canonical)
         finally:
             journal.close()
+        _cron_job(state)
         torn = mgr.sessions_dir("main") / f"{chat_ref.entry.session_id}.jsonl"
         with open(torn, "ab") as f:
             f.write(b'{"type":"message","mess')  # a crash in the middle of a line
         return {"main": ref.entry.session_id, "chat": chat_ref.entry.session_id}
     finally:
         mgr.close()
+
+
+def _cron_job(state: Path) -> None:
+    """One cron job in the embedded jobs file, with two runs in its log."""
+    job = {
+        "id": "nightly",
+        "name": "nightly",
+        "createdAtMs": 1,
+        "updatedAtMs": 1,
+        "schedule": {"kind": "every", "everyMs": 60000, "anchorMs": 0},
+        "sessionTarget": "main",
+        "payload": {"kind": "systemEvent", "text": "tick"},
+        "state": {"nextRunAtMs": 120000, "lastRunStatus": "ok"},
+    }
+    (state / "cron" / "runs").mkdir(parents=True)
+    (state / "cron" / "jobs.json").write_text(json.dumps({"version": 1, "jobs": [job]}))
+    runs = [{"ts": t, "jobId": "nightly", "status": "ok", "runAtMs": t} for t in (60000, 120000)]
+    (state / "cron" / "runs" / "nightly.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
 
 
 def _config(state: Path, url: str, backend: str = "embedded") -> None:
@@ -76,6 +95,7 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert agent["sessionsAdded"] == 0 and agent["transcriptsAdded"] == 0
     assert agent["skippedLines"] == {f"{ids['chat']}.jsonl": 1}
     assert json.loads(dry.stdout)["runs"] == {"found": 2, "unfinished": 1, "added": 0}
+    assert json.loads(dry.stdout)["cron"] == {"jobs": 1, "added": 1, "history": 2}  # would add
 
     done = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres")
     assert done.returncode == 0, done.stderr
@@ -87,13 +107,15 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert lines[2] == (
         "run journal: 2 run(s), 1 unfinished; copied 2 (the first gateway to start takes the unfinished ones up)"
     )
-    assert "the embedded files are left as they were" in lines[3]
+    assert lines[3] == "cron: 1 job(s); copied 1 with 2 run-log entries"
+    assert "the embedded files are left as they were" in lines[4]
     assert (state / "agents" / "main" / "sessions" / f"{ids['main']}.jsonl").exists()
 
     again = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres", "--json")
     [agent] = json.loads(again.stdout)["agents"]
     assert agent["sessionsAdded"] == 0 and agent["transcriptsAdded"] == 0  # all there already: kept
     assert json.loads(again.stdout)["runs"]["added"] == 0
+    assert json.loads(again.stdout)["cron"] == {"jobs": 1, "added": 0, "history": 0}
 
     _config(state, pg_url, backend="postgres")
     (state / "agents").rename(tmp_path / "moved-away")  # what follows can only come from the database
@@ -122,6 +144,11 @@ async def test_a_gateway_on_the_database_continues_a_migrated_conversation(tmp_p
         assert done["status"] == "ok"  # its idempotency key answers from the copied journal
         queued = (await c.request("agent.wait", {"runId": "queued-1", "timeoutMs": 10_000}, timeout=15))["payload"]
         assert queued["status"] in ("ok", "error")  # taken up by the restart's rules: it ended
+        jobs = (await c.request("cron.list", {}))["payload"]["jobs"]
+        assert [j["id"] for j in jobs] == ["nightly"]
+        runs = (await c.request("cron.runs", {"id": "nightly", "limit": 10}))["payload"]
+        copied = [e["runAtMs"] for e in runs["entries"] if e["runAtMs"] <= 120000]  # (it caught up since)
+        assert copied == [120000, 60000], runs
 
 
 def test_migrate_refuses_without_a_url_or_a_server(tmp_path: Path) -> None:

@@ -1,6 +1,7 @@
 """``homarus storage migrate --from embedded --to postgres``: move an installation's state into
 the PostgreSQL database of ``storage.postgres.url`` (what is shared there: every agent's sessions
-and transcripts, ``sessions/transfer.py``, and the run journal, ``queue/pg_journal.py``); and the
+and transcripts, ``sessions/transfer.py``, the run journal, ``queue/pg_journal.py``, the cron jobs
+and their run logs, ``cron/pg_store.py``); and the
 PostgreSQL session backend for the commands that work without a gateway (``homarus sessions``)."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
     from homarus.sessions.pg_backend import PostgresSessions
+    from homarus.storage.blocking import BlockingDatabase
 
 __all__ = ["add_storage_parser", "postgres_sessions", "run_storage"]
 
@@ -54,6 +56,27 @@ def postgres_sessions(cfg: HomarusConfig) -> Iterator[PostgresSessions]:
         db.close()
 
 
+def _copy_cron(cfg: HomarusConfig, paths: StatePaths, db: BlockingDatabase, *, dry_run: bool) -> tuple[int, int, int]:
+    """The cron jobs file and the run logs of the jobs copied: (jobs, copied, run-log entries)."""
+    from homarus.cron.pg_runlog import PgRunLog
+    from homarus.cron.pg_store import import_jobs
+    from homarus.cron.runlog import RunLog
+    from homarus.cron.store import CronStore
+
+    path = cfg.cron.store_path(paths.state_dir)
+    jobs = CronStore(path).load()  # a file that does not parse stops the move (CronStoreCorrupt)
+    if not jobs:
+        return 0, 0, 0
+    copied, _present = import_jobs(db, jobs.values(), dry_run=dry_run)
+    history, target, entries = RunLog(path.parent / "runs"), PgRunLog(db, keep_lines=cfg.cron.run_log.keep_lines), 0
+    for job_id in copied:
+        found = history.entries(job_id)[::-1]  # oldest first
+        entries += len(found)
+        if not dry_run:
+            target.import_entries(job_id, found)
+    return len(jobs), len(copied), entries
+
+
 def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
     from homarus.cli.client import fail
     from homarus.config.loader import load_config
@@ -67,6 +90,7 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
         with postgres_sessions(cfg) as target:
             report = copy_sessions(paths.state_dir, target, dry_run=args.dry_run)
             runs, unfinished, runs_added = import_runs(target.db, paths.state_dir / "runs.sqlite", dry_run=args.dry_run)
+            cron = _copy_cron(cfg, paths, target.db, dry_run=args.dry_run)
     except HomarusError as exc:
         return fail(f"cannot migrate: {exc.message}")
     if args.json:
@@ -74,12 +98,13 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             "dryRun": bool(args.dry_run),
             "agents": [a.to_json() for a in report],
             "runs": {"found": runs, "unfinished": unfinished, "added": runs_added},
+            "cron": {"jobs": cron[0], "added": cron[1], "history": cron[2]},
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     verb = "would copy" if args.dry_run else "copied"
-    if not report and not runs:
-        print(f"nothing to copy: no sessions under {paths.state_dir / 'agents'} and no run journal")
+    if not report and not runs and not cron[0]:
+        print(f"nothing to copy: no sessions under {paths.state_dir / 'agents'}, no run journal, no cron jobs")
     for a in report:
         line = f"agent {a.agent_id}: {a.sessions} session(s), {a.transcripts} transcript(s) ({a.archived} set aside), "
         line += f"{a.entries} entries"
@@ -98,7 +123,13 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             )
             line += " (the first gateway to start takes the unfinished ones up)" if unfinished else ""
         print(line)
-    if not args.dry_run and (report or runs):
+    if cron[0]:
+        line = f"cron: {cron[0]} job(s)"
+        if not args.dry_run:
+            line += f"; {verb} {cron[1]} with {cron[2]} run-log entries"
+            line += f", {cron[0] - cron[1]} already there (kept)" if cron[0] > cron[1] else ""
+        print(line)
+    if not args.dry_run and (report or runs or cron[0]):
         print(
             "the embedded files are left as they were; set storage.backend to postgres and restart the "
             "gateway (stop it before migrating: what it writes meanwhile is not copied)"

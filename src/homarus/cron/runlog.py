@@ -16,7 +16,7 @@ from typing import Any
 from homarus.errors import InvalidRequest
 from homarus.fs import atomic_write, ensure_private_dir
 
-__all__ = ["RunLog"]
+__all__ = ["RunLog", "newest_first"]
 
 
 class RunLog:
@@ -78,8 +78,13 @@ class RunLog:
         for name in names:
             with contextlib.suppress(InvalidRequest):
                 out.extend(self.entries(name[: -len(".jsonl")]))
-        out.sort(key=lambda e: (_number(e.get("ts")), _number(e.get("runAtMs"))), reverse=True)
-        return out
+        return newest_first(out)
+
+
+def newest_first(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Entries of several jobs, newest first (by ``ts``, then ``runAtMs``)."""
+    entries.sort(key=lambda e: (_number(e.get("ts")), _number(e.get("runAtMs"))), reverse=True)
+    return entries
 
 
 def _number(value: Any) -> float:

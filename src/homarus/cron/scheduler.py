@@ -28,6 +28,7 @@ from homarus.cron.models import CronJob
 from homarus.cron.runlog import RunLog
 from homarus.cron.store import CronStore, CronStoreCorrupt
 from homarus.cron.transitions import SUMMARY_MAX_CHARS, RunResult, apply_result, recompute, run_entry
+from homarus.errors import HomarusError
 from homarus.tasks import cancel_and_wait
 
 __all__ = ["DEFAULT_JOB_TIMEOUT_S", "MAX_TIMER_MS", "CronScheduler", "RunResult", "Runner", "current_run_id"]
@@ -37,6 +38,8 @@ log = logging.getLogger("homarus.cron")
 MAX_TIMER_MS = 60_000
 DEFAULT_JOB_TIMEOUT_S = 600.0
 INTERRUPTED = "interrupted by gateway shutdown"
+#: a run that did not start: another gateway has the job (``CronStore.claim``)
+ELSEWHERE = "running on another gateway"
 
 #: the id of the run the runner is carrying out (set around each call of the runner): the agent
 #: turn a job starts takes it as its own run id, so one id names the run in cron.run's answer, the
@@ -138,7 +141,8 @@ class CronScheduler:
         changed = False
         for job in self.store.jobs.values():
             st = job.state
-            if st.running_at_ms is not None:
+            running = job.id in self._running or self.store.busy_elsewhere(job.id)
+            if st.running_at_ms is not None and not running:
                 log.warning("cron job %s (%s) was cut short by the last shutdown; it runs again", job.id, job.name)
                 st.running_at_ms = None
                 changed = True
@@ -159,8 +163,29 @@ class CronScheduler:
 
     def _arm(self) -> None:
         self._stopping = False
-        if self.enabled:
+        if self.enabled and self._task is None:
             self._task = asyncio.create_task(self._loop(), name="cron-timer")
+
+    async def open(self) -> None:
+        """Read the jobs without arming the timer (a cluster member without the scheduler role)."""
+        await asyncio.to_thread(self._load)
+
+    async def resume(self) -> None:
+        """Take the timer up (this gateway now holds the cluster's scheduler role): read the jobs
+        as they are now, queue what is due and arm."""
+        try:
+            await self.store.sync()
+            if self._prepare():
+                await self.store.persist()
+        except HomarusError as exc:  # the shared store away: the ticks read it once it is back
+            log.warning("cron: the jobs could not be read on taking the timer up: %s", exc.message)
+        self._arm()
+
+    async def pause(self) -> None:
+        """Stop the timer, not the runs in flight (another gateway schedules now; the runs this
+        one started finish here, their jobs claimed until then)."""
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
 
     async def stop(self, timeout: float = 2.0) -> None:
         """Stop the timer; give running jobs ``timeout`` seconds, then cancel them (they run again on start)."""
@@ -190,6 +215,9 @@ class CronScheduler:
             self._wake.clear()
             try:
                 started = await self.tick()
+            except HomarusError as exc:  # the shared store away: the next tick tries again
+                log.warning("cron: scheduler tick failed: %s", exc.message)
+                started = []
             except Exception:
                 log.exception("cron: scheduler tick failed")
                 started = []
@@ -212,7 +240,10 @@ class CronScheduler:
         times = [
             j.state.next_run_at_ms
             for j in self.store.jobs.values()
-            if j.enabled and j.id not in self._running and j.state.next_run_at_ms is not None
+            if j.enabled
+            and j.id not in self._running
+            and not self.store.busy_elsewhere(j.id)
+            and j.state.next_run_at_ms is not None
         ]
         return min(times) if times else None
 
@@ -224,6 +255,7 @@ class CronScheduler:
 
     async def tick(self) -> list[asyncio.Task[RunResult]]:
         """Start every due job the concurrency cap allows; returns the started runs."""
+        await self.store.sync()
         now = self.clock()
         recomputed = False
         for job in list(self.store.jobs.values()):
@@ -238,6 +270,7 @@ class CronScheduler:
                 for j in self.store.jobs.values()
                 if j.enabled
                 and j.id not in self._running
+                and not self.store.busy_elsewhere(j.id)
                 and j.state.next_run_at_ms is not None
                 and j.state.next_run_at_ms <= now
             ),
@@ -257,7 +290,7 @@ class CronScheduler:
     async def run_now(self, job_id: str, *, force: bool = True, wait: bool = True) -> dict[str, Any]:
         """``cron.run``: force runs whatever the schedule says; otherwise only a due job runs."""
         job = self.store.get(job_id)
-        if job.id in self._running:
+        if job.id in self._running or self.store.busy_elsewhere(job.id):
             return {"ok": True, "ran": False, "reason": "already-running"}
         nxt = job.state.next_run_at_ms
         if not force and (not job.enabled or nxt is None or nxt > self.clock()):
@@ -267,6 +300,8 @@ class CronScheduler:
         if not wait:
             return {"ok": True, "enqueued": True, "runId": run_id}
         result = await asyncio.shield(task)
+        if result.error == ELSEWHERE:
+            return {"ok": True, "ran": False, "reason": "already-running"}
         out: dict[str, Any] = {"ok": True, "ran": True, "status": result.status, "runId": run_id}
         if result.error:
             out["error"] = result.error
@@ -289,7 +324,10 @@ class CronScheduler:
             self._run_ids.pop(job.id, None)
             self._wake.set()
             if not t.cancelled() and (exc := t.exception()) is not None:
-                log.error("cron job %s: bookkeeping failed: %r", job.id, exc)
+                if isinstance(exc, HomarusError):  # the shared store away: the next tick tries again
+                    log.warning("cron job %s: not run: %s", job.id, exc.message)
+                else:
+                    log.error("cron job %s: bookkeeping failed: %r", job.id, exc)
 
         task.add_done_callback(done)
         return task
@@ -300,7 +338,8 @@ class CronScheduler:
 
     async def _execute(self, job: CronJob, run_id: str, *, catch_up: bool, forced: bool) -> RunResult:
         started = job.state.running_at_ms or self.clock()
-        await self.store.persist()
+        if not await self._claim(job, run_id, forced=forced):
+            return RunResult("skipped", error=ELSEWHERE)
         started_event = {"jobId": job.id, "action": "started", "runAtMs": started, "runId": run_id}
         self.emit(started_event | ({"catchUp": True} if catch_up else {}))
         cancelled = False
@@ -323,15 +362,28 @@ class CronScheduler:
         if self._stopping and result.status != "ok":
             result = RunResult("skipped", error=INTERRUPTED, details=result.details)  # aborted by the shutdown
         entry = {"runId": run_id} | self._finish(job, result, started, self.clock(), catch_up=catch_up, forced=forced)
-        await self.store.persist()
+        await self.store.release(job.id, run_id)
         try:
             await asyncio.to_thread(self.runlog.append, job.id, entry)
-        except OSError as exc:
+        except (OSError, HomarusError) as exc:
             log.error("cron job %s: could not write the run log: %s", job.id, exc)
         self.emit(entry)
         if cancelled:
             raise asyncio.CancelledError
         return result
+
+    async def _claim(self, job: CronJob, run_id: str, *, forced: bool) -> bool:
+        """Record the start; False (and the job as it was) when another gateway has the job. A
+        start that cannot be recorded (the shared store away) raises: the run does not start."""
+        try:
+            claimed = await self.store.claim(job, run_id, forced=forced)
+        except BaseException:
+            job.state.running_at_ms = None
+            raise
+        if not claimed:
+            log.info("cron job %s: not run here, another gateway has it", job.id)
+            job.state.running_at_ms = None
+        return claimed
 
     def _finish(
         self, job: CronJob, result: RunResult, started: int, finished: int, *, catch_up: bool, forced: bool

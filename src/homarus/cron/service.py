@@ -75,7 +75,7 @@ class CronService:
     def status(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "enabled": self.scheduler.enabled,
-            "storePath": str(self.store.path),
+            "storePath": self.store.location(),
             "jobs": len(self.store.jobs),
             "nextWakeAtMs": self.scheduler.next_wake_ms() if self.scheduler.enabled else None,
             "running": self.scheduler.running(),

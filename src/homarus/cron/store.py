@@ -120,3 +120,27 @@ class CronStore:
         so the last writer always stores the newest state."""
         async with self._write_lock:
             await asyncio.to_thread(self.write, self.snapshot())
+
+    def location(self) -> str:
+        """Where the jobs are kept, for ``cron.status`` (``storePath``)."""
+        return str(self.path)
+
+    # -- what a store shared by several gateways overrides (cron/pg_store.py) -------------------
+    # Here one process owns the file: nobody else runs a job, a start and an end are written
+    # like any change, and there is nothing to catch up with.
+    def busy_elsewhere(self, job_id: str) -> bool:
+        """Whether another gateway is running the job now."""
+        return False
+
+    async def claim(self, job: CronJob, run_id: str, *, forced: bool) -> bool:
+        """Record that ``run_id`` of ``job`` starts here (its state says ``runningAtMs``); False
+        when another gateway has it: running it, or its due time already taken."""
+        await self.persist()
+        return True
+
+    async def release(self, job_id: str, run_id: str) -> None:
+        """Record the run's end: the job's state after it (or the job gone)."""
+        await self.persist()
+
+    async def sync(self) -> None:
+        """Catch up with what other gateways changed (before the scheduler looks for due jobs)."""

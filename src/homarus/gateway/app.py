@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from homarus.config.values import resolve_bind_host
+from homarus.errors import HomarusError
 from homarus.gateway.context import GatewayContext, GatewayOptions
 from homarus.gateway.events import EventBus
 from homarus.gateway.methods import register_core_methods
@@ -154,6 +155,8 @@ class Gateway(LazyServices, GatewayContext):
 
         async def heartbeats_stop() -> None:
             await self.heartbeats.stop()
+            if self.built("cron"):
+                await self.cron.scheduler.pause()
 
         async def channels_on() -> None:
             await (self.channels.start() if self.built("channels") else self._start_channels())
@@ -163,7 +166,11 @@ class Gateway(LazyServices, GatewayContext):
                 await self.channels.pause()
 
         async def heartbeats_on() -> None:
+            # cron's timer goes with the heartbeats: a job's system event is queued for the
+            # heartbeat of the gateway that ran the job
             self.heartbeats.start()
+            if self.built("cron"):
+                await self.cron.scheduler.resume()
 
         cluster.roles.want("heartbeats", heartbeats_on, heartbeats_stop)
         if self.config.present("channels"):
@@ -238,9 +245,26 @@ class Gateway(LazyServices, GatewayContext):
             approvals.seen(event)
             self.bus.relayed(event)
 
+        from homarus.cron.pg_store import NOTICE_CHANNEL as CRON_NOTICES
+
+        def cron_changed(notice: dict[str, Any]) -> None:  # another member changed jobs: read them
+            if self.built("cron"):
+                ids = notice.get("ids")
+                _ = self.spawn(self._cron_changed(ids if isinstance(ids, list) else None))
+
+        cluster.notices.subscribe(CRON_NOTICES, cron_changed)
         cluster.relay.receive(relayed)
         self.bus.relay = lambda event, droppable: cluster.relay.send(event, droppable=droppable)
         cluster.start_messaging()
+
+    async def _cron_changed(self, ids: list[str] | None) -> None:
+        from homarus.cron.pg_store import PgCronStore
+
+        store = self.cron.store
+        if isinstance(store, PgCronStore):
+            with contextlib.suppress(HomarusError):  # the scheduler's next tick reads them all
+                await store.refresh([str(i) for i in ids] if ids is not None else None)
+                self.cron.scheduler.poke()
 
     async def startup(self) -> None:
         self.loop_health.start()
@@ -249,7 +273,11 @@ class Gateway(LazyServices, GatewayContext):
         self._tasks.append(asyncio.create_task(self._tick_loop()))
         if self.cluster is None:
             self.heartbeats.start()
-        if self.config.cron.store_path(self.paths.state_dir).exists():
+        if self.cluster is not None:  # the jobs every member shares; the timer runs with the role
+            from homarus.usecases.cron import start_shared_cron
+
+            self.__dict__["cron"] = await start_shared_cron(self, self.cluster, self.recovery)
+        elif self.config.cron.store_path(self.paths.state_dir).exists():
             from homarus.usecases.cron import start_cron
 
             self.__dict__["cron"] = await start_cron(self, self.recovery)

@@ -45,10 +45,20 @@ if TYPE_CHECKING:
     from homarus.queue.journal import RunRecord
     from homarus.security.ssrf import GuardedClient
     from homarus.sessions.manager import SessionManager
+    from homarus.storage.cluster import Cluster
     from homarus.usecases.heartbeat import Heartbeats
     from homarus.usecases.recovery import Recovery
 
-__all__ = ["CronHost", "CronRunner", "build_cron", "cron_config", "start_cron", "stop_cron", "store_path"]
+__all__ = [
+    "CronHost",
+    "CronRunner",
+    "build_cron",
+    "cron_config",
+    "start_cron",
+    "start_shared_cron",
+    "stop_cron",
+    "store_path",
+]
 
 log = logging.getLogger("homarus.cron")
 
@@ -244,16 +254,17 @@ def store_path(host: CronHost) -> Path:
     return cron_config(host).store_path(host.paths.state_dir)
 
 
-def build_cron(host: CronHost) -> CronService:
-    """The service with its store, run log and scheduler (nothing is read or started yet)."""
+def build_cron(host: CronHost, store: CronStore | None = None, runlog: RunLog | None = None) -> CronService:
+    """The service with its store, run log and scheduler (nothing is read or started yet); the
+    jobs file and run logs of the state dir unless given others (a cluster's shared ones)."""
     cfg = cron_config(host)
     path = store_path(host)
-    store = CronStore(path)
-    runlog = RunLog(path.parent / "runs", max_bytes=cfg.run_log.max_bytes, keep_lines=cfg.run_log.keep_lines)
+    store = store or CronStore(path)
+    runlog = runlog or RunLog(path.parent / "runs", max_bytes=cfg.run_log.max_bytes, keep_lines=cfg.run_log.keep_lines)
     service: CronService | None = None
 
     def on_change(event: dict[str, Any]) -> None:
-        host.bus.broadcast("cron", event, guard=READ, droppable=True)
+        host.bus.broadcast("cron", event, guard=READ, droppable=True, cluster=True)
         action = str(event.get("action"))
         if action in HOOKED_ACTIONS and host.hooks.has("cron_changed") and service is not None:
             job_id = str(event.get("jobId"))
@@ -291,6 +302,28 @@ async def start_cron(host: CronHost, recovery: Recovery | None = None) -> CronSe
         orphans.append(runner.adopted.pop(job_id))
     if recovery is not None and orphans:
         await asyncio.to_thread(recovery.interrupt, host, orphans)
+    return service
+
+
+async def start_shared_cron(host: CronHost, cluster: Cluster, recovery: Recovery | None = None) -> CronService:
+    """Cron on a cluster's shared jobs (``storage.backend: postgres``): the jobs are read now, so
+    every gateway answers the ``cron.*`` methods; the timer runs only on the gateway holding the
+    ``cron`` role (``scheduler.resume``/``pause``, wired by the gateway). A cron run this gateway's
+    last process left unfinished ends interrupted; its job catches up by its schedule, wherever
+    the role is."""
+    from homarus.cron.pg_runlog import PgRunLog
+    from homarus.cron.pg_store import NOTICE_CHANNEL, PgCronStore
+
+    def announce(notice: dict[str, Any]) -> None:
+        _ = host.spawn(cluster.notices.publish(NOTICE_CHANNEL, notice))
+
+    cfg = cron_config(host)
+    store = PgCronStore(cluster.blocking, cluster.member_id, cluster.ttl_s, announce=announce)
+    service = build_cron(host, store, PgRunLog(cluster.blocking, keep_lines=cfg.run_log.keep_lines))
+    await service.scheduler.open()
+    if recovery is not None and recovery.cron:
+        await asyncio.to_thread(recovery.interrupt, host, recovery.cron)
+        recovery.cron = []
     return service
 
 

@@ -37,6 +37,7 @@ class Publisher(Protocol):
         state_version: dict[str, int] | None = None,
         only: Callable[[Listener], bool] | None = None,
         untargeted_only: bool = False,
+        cluster: bool = False,
     ) -> int: ...
 
     def session_event(

@@ -5,8 +5,9 @@ from the database past its ttl) left unfinished runs in the shared journal; if s
 (``PgRunJournal.unfinished``: one ``UPDATE``, so two survivors never take the same run) and applies
 the same recovery rules as a restart (``usecases/recovery.py``): a queued run runs here, a started
 webhook or channel run resumes from its transcript, a started ``agent``/``chat.send`` run ends
-interrupted with its notice. A cron run is interrupted: cron jobs are not shared between gateways
-yet, so its job is not here to take it back. The session lease (``storage/leases.py``) keeps a
+interrupted with its notice. A cron run is interrupted: its job (shared, ``cron/pg_store.py``) is
+free again once the dead member's ttl has passed and runs again as a catch-up on the gateway
+holding the scheduler. The session lease (``storage/leases.py``) keeps a
 taken-over run from starting while the dead member's lease is still running out.
 """
 
