@@ -10,6 +10,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from homarus.channels.db import ChannelDb
+from homarus.channels.inbox import Inbox
+from homarus.channels.model import InboundMessage
+from homarus.channels.pairing import PairingStore
 from homarus.queue.journal import RunJournal
 from homarus.sessions.manager import SessionManager
 from tests.conftest import TEST_TOKEN, run_gateway
@@ -48,6 +52,7 @@ def _embedded_state(state: Path) -> dict[str, str]:
         finally:
             journal.close()
         _cron_job(state)
+        _channel_store(state)
         torn = mgr.sessions_dir("main") / f"{chat_ref.entry.session_id}.jsonl"
         with open(torn, "ab") as f:
             f.write(b'{"type":"message","mess')  # a crash in the middle of a line
@@ -74,6 +79,22 @@ def _cron_job(state: Path) -> None:
     (state / "cron" / "runs" / "nightly.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
 
 
+def _channel_store(state: Path) -> None:
+    """A channel store: one message in with its cursor, one sender paired, one waiting."""
+    db = ChannelDb(state / "channels.sqlite")
+    try:
+        message = InboundMessage("telegram", "default", "direct", "42", "m-1", "42", text="hi")
+        Inbox(db).commit([message], cursor=("telegram", "default", "offset", "7"))
+        pairing = PairingStore(db)
+        paired, _ = pairing.request("telegram", "default", "42", {"name": "Ada"})
+        assert paired is not None
+        pairing.approve("telegram", paired.code)
+        waiting, _ = pairing.request("telegram", "default", "43", {"name": "Bob"})
+        assert waiting is not None
+    finally:
+        db.close()
+
+
 def _config(state: Path, url: str, backend: str = "embedded") -> None:
     config = {
         "gateway": {"auth": {"token": TEST_TOKEN}},
@@ -96,6 +117,13 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert agent["skippedLines"] == {f"{ids['chat']}.jsonl": 1}
     assert json.loads(dry.stdout)["runs"] == {"found": 2, "unfinished": 1, "added": 0}
     assert json.loads(dry.stdout)["cron"] == {"jobs": 1, "added": 1, "history": 2}  # would add
+    assert {t: c["found"] for t, c in json.loads(dry.stdout)["channels"].items()} == {
+        "inbound": 1,
+        "cursors": 1,
+        "outbox": 0,
+        "pairing_requests": 1,
+        "pairing_allow": 1,
+    }
 
     done = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres")
     assert done.returncode == 0, done.stderr
@@ -108,7 +136,10 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
         "run journal: 2 run(s), 1 unfinished; copied 2 (the first gateway to start takes the unfinished ones up)"
     )
     assert lines[3] == "cron: 1 job(s); copied 1 with 2 run-log entries"
-    assert "the embedded files are left as they were" in lines[4]
+    assert lines[4] == (
+        "channel store: inbound 1, cursors 1, outbox 0, pairing_requests 1, pairing_allow 1; copied 4 row(s)"
+    )
+    assert "the embedded files are left as they were" in lines[5]
     assert (state / "agents" / "main" / "sessions" / f"{ids['main']}.jsonl").exists()
 
     again = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres", "--json")
@@ -116,6 +147,7 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert agent["sessionsAdded"] == 0 and agent["transcriptsAdded"] == 0  # all there already: kept
     assert json.loads(again.stdout)["runs"]["added"] == 0
     assert json.loads(again.stdout)["cron"] == {"jobs": 1, "added": 0, "history": 0}
+    assert {c["added"] for c in json.loads(again.stdout)["channels"].values()} == {0}
 
     _config(state, pg_url, backend="postgres")
     (state / "agents").rename(tmp_path / "moved-away")  # what follows can only come from the database
@@ -124,6 +156,10 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert sorted(r["key"] for r in json.loads(listed.stdout)) == ["agent:main:chat-2", "agent:main:main"]
     shown = run_cli(env, "sessions", "show", "main", "--json")
     assert [m["role"] for m in json.loads(shown.stdout)["messages"]] == ["user", "assistant"]
+    (state / "channels.sqlite").rename(tmp_path / "channels-moved-away.sqlite")
+    pending = run_cli(env, "pairing", "list", "--json")  # no gateway: read from the database
+    assert pending.returncode == 0, pending.stderr
+    assert [r["senderId"] for r in json.loads(pending.stdout)["requests"]] == ["43"]
 
 
 async def test_a_gateway_on_the_database_continues_a_migrated_conversation(tmp_path: Path, pg_url: str) -> None:

@@ -7,20 +7,49 @@ received), ``cursors`` (long-poll offsets, committed with the messages they cove
 WAL mode; ``synchronous=FULL`` so what was acknowledged to a platform survives a power cut; the
 file is created 0600 (it gates who may talk to the agent). Thread-safe: callers run it in a
 worker thread and every call is one short transaction.
+
+:class:`ChannelStore` is what the inbox, outbox and pairing use of it, so the same tables can live
+in a cluster's PostgreSQL (``channels/pg_db.py``): their SQL keeps to what both engines speak
+(``?`` parameters, ``ON CONFLICT``, ``RETURNING``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import sqlite3
 import threading
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from homarus.fs import open_durable_sqlite
 
-__all__ = ["ChannelDb"]
+__all__ = ["ChannelDb", "ChannelStore", "Rows", "Tx"]
+
+
+class Rows(Protocol):
+    """A statement's outcome: its rows and how many it changed."""
+
+    @property
+    def rowcount(self) -> int: ...
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+
+
+class Tx(Protocol):
+    def execute(self, sql: str, args: tuple[Any, ...] = (), /) -> Rows: ...
+    def executemany(self, sql: str, args: list[tuple[Any, ...]], /) -> object: ...
+
+
+class ChannelStore(Protocol):
+    """The channel tables, wherever they are (this file, or a cluster's PostgreSQL)."""
+
+    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]: ...
+    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> int: ...
+    def execute_unsynced(self, sql: str, args: tuple[Any, ...] = ()) -> int: ...
+    def transaction(self) -> AbstractContextManager[Tx]: ...
+    def close(self) -> None: ...
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS inbound (
@@ -121,7 +150,7 @@ class ChannelDb:
                 self._db.execute("PRAGMA synchronous=FULL")
 
     @contextlib.contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
+    def transaction(self) -> Iterator[Tx]:
         """Several statements, all or none (``BEGIN IMMEDIATE``: no other writer in between)."""
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")

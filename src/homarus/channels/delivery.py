@@ -71,6 +71,10 @@ class Delivery:
         if self._task is None:
             self._task = asyncio.create_task(self._loop(), name="channel-delivery")
 
+    @property
+    def running(self) -> bool:
+        return self._task is not None
+
     def poke(self) -> None:
         """Pieces were added or an account came back: look again now."""
         self._wake.set()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Final
 from homarus.channels.model import InboundMessage
 
 if TYPE_CHECKING:
-    from homarus.channels.db import ChannelDb
+    from homarus.channels.db import ChannelStore
 
 __all__ = ["FINAL_STATUSES", "Inbox", "InboxRow"]
 
@@ -42,7 +42,7 @@ def _now_ms() -> int:
 
 
 class Inbox:
-    def __init__(self, db: ChannelDb) -> None:
+    def __init__(self, db: ChannelStore) -> None:
         self.db = db
 
     def commit(self, messages: list[InboundMessage], *, cursor: tuple[str, str, str, str] | None = None) -> list[int]:
@@ -52,9 +52,10 @@ class Inbox:
         ids: list[int] = []
         with self.db.transaction() as tx:
             for msg in messages:
-                cur = tx.execute(
-                    "INSERT OR IGNORE INTO inbound(channel, account, chat, message_id, conversation, sender, payload,"
-                    " status, received_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'received', ?, ?)",
+                row = tx.execute(
+                    "INSERT INTO inbound(channel, account, chat, message_id, conversation, sender, payload,"
+                    " status, received_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, 'received', ?, ?)"
+                    " ON CONFLICT DO NOTHING RETURNING id",
                     (
                         msg.channel,
                         msg.account_id,
@@ -66,11 +67,15 @@ class Inbox:
                         now,
                         now,
                     ),
-                )
-                if cur.rowcount == 1 and cur.lastrowid is not None:
-                    ids.append(cur.lastrowid)
+                ).fetchone()
+                if row is not None:
+                    ids.append(int(row[0]))
             if cursor is not None:
-                tx.execute("INSERT OR REPLACE INTO cursors(channel, account, name, value) VALUES (?, ?, ?, ?)", cursor)
+                tx.execute(
+                    "INSERT INTO cursors(channel, account, name, value) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (channel, account, name) DO UPDATE SET value = excluded.value",
+                    cursor,
+                )
         return ids
 
     def cursor(self, channel: str, account: str, name: str) -> str | None:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from homarus.channels.adapter import AccountContext, SendFailed
-from homarus.channels.db import ChannelDb
+from homarus.channels.db import ChannelDb, ChannelStore
 from homarus.channels.delivery import Delivery
 from homarus.channels.inbox import Inbox
 from homarus.channels.outbox import Outbox
@@ -48,13 +48,15 @@ class ChannelManager:
         config: Callable[[], HomarusConfig],
         fetch: Callable[..., Awaitable[Any]] | None = None,
         env: Mapping[str, str] | None = None,
+        db: ChannelStore | None = None,
     ) -> None:
         self.state_dir = state_dir
         self.specs = dict(specs)
         self._config = config
         self.fetch = fetch
         self.env = dict(env or {})
-        self.db = ChannelDb(state_dir / "channels.sqlite")
+        #: the state dir's ``channels.sqlite`` unless given a shared one (``channels/pg_db.py``)
+        self.db: ChannelStore = db if db is not None else ChannelDb(state_dir / "channels.sqlite")
         self.inbox = Inbox(self.db)
         self.outbox = Outbox(self.db)
         self.pairing = PairingStore(self.db)
@@ -68,6 +70,9 @@ class ChannelManager:
         self.inbound_ready = asyncio.Event()
         self.delivery = Delivery(self.outbox, self._account_for_row)
         self.recovered: dict[str, int] = {}
+        #: tells the gateway running the channels that pieces were queued here (a cluster's
+        #: notice; None on one gateway)
+        self.tell_sender: Callable[[], None] | None = None
 
     # -- config -------------------------------------------------------------------------------------
     def channel_config(self, channel_id: str) -> ChannelConfig | None:
@@ -205,6 +210,12 @@ class ChannelManager:
     async def close(self) -> None:
         await self.stop_accounts()
         self.db.close()
+
+    def queued(self) -> None:
+        """Pieces were recorded: the sender looks now, here or where the channels run."""
+        self.delivery.poke()
+        if self.tell_sender is not None and not self.delivery.running:
+            self.tell_sender()
 
     # -- the sink the accounts write to ------------------------------------------------------------
     async def receive(self, messages: list[InboundMessage], cursor: tuple[str, str, str, str] | None = None) -> None:

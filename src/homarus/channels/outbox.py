@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Final
 from homarus.channels.model import OutboundMessage
 
 if TYPE_CHECKING:
-    from homarus.channels.db import ChannelDb
+    from homarus.channels.db import ChannelStore
 
 __all__ = ["Outbox", "OutboxRow"]
 
@@ -68,7 +68,7 @@ def _now_ms() -> int:
 
 
 class Outbox:
-    def __init__(self, db: ChannelDb) -> None:
+    def __init__(self, db: ChannelStore) -> None:
         self.db = db
 
     def enqueue(
@@ -81,8 +81,8 @@ class Outbox:
         with self.db.transaction() as tx:
             for key, message in pieces:
                 cur = tx.execute(
-                    "INSERT OR IGNORE INTO outbox(key, conversation, payload, status, run_id, session_key, created_at,"
-                    " updated_at) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?)",
+                    "INSERT INTO outbox(key, conversation, payload, status, run_id, session_key, created_at,"
+                    " updated_at) VALUES (?, ?, ?, 'pending', ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                     (
                         key,
                         message.target.conversation,
@@ -157,7 +157,9 @@ class Outbox:
     def wait_flood(self, row_id: int, error: str, at_ms: int) -> bool:
         """The platform asked to wait: back to ``pending`` without using up the attempt."""
         return self._set(
-            row_id, "status='pending', attempts=MAX(0, attempts-1), last_error=?, next_at=?", (error[:500], at_ms)
+            row_id,
+            "status='pending', attempts=CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END, last_error=?, next_at=?",
+            (error[:500], at_ms),
         )
 
     def dead(self, row_id: int, error: str) -> bool:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Final
 from homarus.errors import InvalidRequest, NotFound
 
 if TYPE_CHECKING:
-    from homarus.channels.db import ChannelDb
+    from homarus.channels.db import ChannelStore
 
 __all__ = ["CODE_ALPHABET", "MAX_PENDING", "TTL_MS", "PairingRequest", "PairingStore"]
 
@@ -59,7 +59,7 @@ def new_code() -> str:
 
 
 class PairingStore:
-    def __init__(self, db: ChannelDb) -> None:
+    def __init__(self, db: ChannelStore) -> None:
         self.db = db
 
     def is_allowed(self, channel: str, account_id: str, sender_id: str) -> bool:
@@ -130,8 +130,9 @@ class PairingStore:
             request = _request(row)
             tx.execute("DELETE FROM pairing_requests WHERE code=?", (code,))
             tx.execute(
-                "INSERT OR REPLACE INTO pairing_allow(channel, account, sender, approved_at, approved_by, meta)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO pairing_allow(channel, account, sender, approved_at, approved_by, meta)"
+                " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (channel, account, sender) DO UPDATE SET"
+                " approved_at = excluded.approved_at, approved_by = excluded.approved_by, meta = excluded.meta",
                 (request.channel, request.account_id, request.sender_id, now, by, json.dumps(request.meta)),
             )
         return request

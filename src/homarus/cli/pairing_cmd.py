@@ -1,7 +1,8 @@
 """`homarus pairing list|approve|reject`: who waits to talk to the agent from a chat app.
 
 Through the running gateway (``channels.pairing.*``), so an approval can tell the sender at once.
-With no gateway running, the pairing store (``channels.sqlite``) is read and changed directly:
+With no gateway running, the pairing store (``channels.sqlite``, or the cluster's PostgreSQL with
+``storage.backend: postgres``) is read and changed directly:
 the approval holds when the gateway starts, only the sender is not told.
 
 The first approval also makes that sender the command owner when no owner is configured yet
@@ -14,6 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -45,54 +48,72 @@ def add_pairing_parser(pr: argparse.ArgumentParser) -> None:
     client_args(rj)
 
 
-def _open_store(paths: StatePaths) -> PairingStore:
-    from homarus.channels.db import ChannelDb
+@contextmanager
+def _open_store(paths: StatePaths) -> Iterator[PairingStore]:
+    """The pairing store: the state dir's file, or the cluster's database (``storage.backend:
+    postgres``: the pairing every gateway shares)."""
     from homarus.channels.pairing import PairingStore
+    from homarus.config.loader import load_config
+
+    cfg = load_config(paths).config
+    if cfg.present("storage") and cfg.storage.backend == "postgres":
+        from homarus.channels.pg_db import PgChannelDb
+        from homarus.cli.storage_cmd import postgres_database
+
+        with postgres_database(cfg) as db:
+            yield PairingStore(PgChannelDb(db))
+        return
+    from homarus.channels.db import ChannelDb
 
     path = paths.state_dir / "channels.sqlite"
     if not path.exists():
         raise ValueError("no pairing request yet: no chat channel has run in this state directory")
-    return PairingStore(ChannelDb(path))
+    file = ChannelDb(path)
+    try:
+        yield PairingStore(file)
+    finally:
+        file.close()
 
 
 def _offline(args: argparse.Namespace, paths: StatePaths) -> dict[str, Any]:
     """What the gateway method would answer, from the store itself (no gateway running)."""
+    with _open_store(paths) as store:
+        return _offline_in(args, paths, store)
+
+
+def _offline_in(args: argparse.Namespace, paths: StatePaths, store: PairingStore) -> dict[str, Any]:
     from homarus.channels.pairing import MAX_PENDING, TTL_MS
 
-    store = _open_store(paths)
-    try:
-        sub = args.pairing_command
-        if sub == "list":
-            from datetime import UTC, datetime
+    sub = args.pairing_command
+    if sub == "list":
+        from datetime import UTC, datetime
 
-            rows = [
-                {
-                    "requestId": r.code,
-                    "channel": r.channel,
-                    "accountId": r.account_id,
-                    "senderId": r.sender_id,
-                    "senderLabel": str(r.meta.get("name") or r.sender_id),
-                    "expiresAt": datetime.fromtimestamp(r.expires_at / 1000, UTC).isoformat(timespec="seconds"),
-                }
-                for r in store.pending(args.channel)
-                if not args.account or r.account_id == args.account
-            ]
-            return {"requests": rows, "limits": {"pendingPerAccount": MAX_PENDING, "ttlMs": TTL_MS}, "offline": True}
-        code = args.code.strip().upper()
-        if sub == "reject":
-            request = store.dismiss(args.channel, code)
-            return {"requestId": request.code, "senderId": request.sender_id, "offline": True}
-        request = store.approve(args.channel, code, account_id=args.account, by="homarus-cli")
-        bootstrap = "not-requested" if args.no_owner else _bootstrap_offline(paths, request.channel, request.sender_id)
-        return {
-            "requestId": request.code,
-            "senderId": request.sender_id,
-            "notification": "not-sent (gateway not running)",
-            "commandOwnerBootstrap": bootstrap,
-            "offline": True,
-        }
-    finally:
-        store.db.close()
+        rows = [
+            {
+                "requestId": r.code,
+                "channel": r.channel,
+                "accountId": r.account_id,
+                "senderId": r.sender_id,
+                "senderLabel": str(r.meta.get("name") or r.sender_id),
+                "expiresAt": datetime.fromtimestamp(r.expires_at / 1000, UTC).isoformat(timespec="seconds"),
+            }
+            for r in store.pending(args.channel)
+            if not args.account or r.account_id == args.account
+        ]
+        return {"requests": rows, "limits": {"pendingPerAccount": MAX_PENDING, "ttlMs": TTL_MS}, "offline": True}
+    code = args.code.strip().upper()
+    if sub == "reject":
+        request = store.dismiss(args.channel, code)
+        return {"requestId": request.code, "senderId": request.sender_id, "offline": True}
+    request = store.approve(args.channel, code, account_id=args.account, by="homarus-cli")
+    bootstrap = "not-requested" if args.no_owner else _bootstrap_offline(paths, request.channel, request.sender_id)
+    return {
+        "requestId": request.code,
+        "senderId": request.sender_id,
+        "notification": "not-sent (gateway not running)",
+        "commandOwnerBootstrap": bootstrap,
+        "offline": True,
+    }
 
 
 def _bootstrap_offline(paths: StatePaths, channel: str, sender: str) -> str:

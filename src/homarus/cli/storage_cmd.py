@@ -1,7 +1,8 @@
 """``homarus storage migrate --from embedded --to postgres``: move an installation's state into
 the PostgreSQL database of ``storage.postgres.url`` (what is shared there: every agent's sessions
 and transcripts, ``sessions/transfer.py``, the run journal, ``queue/pg_journal.py``, the cron jobs
-and their run logs, ``cron/pg_store.py``); and the
+and their run logs, ``cron/pg_store.py``, the channels' inbox, cursors, outbox and pairing,
+``channels/pg_db.py``); and the
 PostgreSQL session backend for the commands that work without a gateway (``homarus sessions``)."""
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from homarus.sessions.pg_backend import PostgresSessions
     from homarus.storage.blocking import BlockingDatabase
 
-__all__ = ["add_storage_parser", "postgres_sessions", "run_storage"]
+__all__ = ["add_storage_parser", "postgres_database", "postgres_sessions", "run_storage"]
 
 
 def add_storage_parser(st: argparse.ArgumentParser) -> None:
@@ -39,6 +40,15 @@ def postgres_sessions(cfg: HomarusConfig) -> Iterator[PostgresSessions]:
     """The sessions of ``storage.postgres.url``, its schema brought up to date first (as a gateway
     does at start); raises ``StorageUnavailable`` or ``SchemaTooNew`` with the reason."""
     from homarus.sessions.pg_backend import PostgresSessions
+
+    with postgres_database(cfg) as db:
+        yield PostgresSessions(db)
+
+
+@contextmanager
+def postgres_database(cfg: HomarusConfig) -> Iterator[BlockingDatabase]:
+    """The database of ``storage.postgres.url`` for a command without a gateway, its schema
+    brought up to date first; raises ``StorageUnavailable`` or ``SchemaTooNew`` with the reason."""
     from homarus.storage.blocking import BlockingDatabase
     from homarus.storage.migrations import migrate_at
 
@@ -51,7 +61,7 @@ def postgres_sessions(cfg: HomarusConfig) -> Iterator[PostgresSessions]:
         url, max_size=2, timeout_s=pg.connect_timeout_seconds, statement_timeout_ms=pg.statement_timeout_ms
     )
     try:
-        yield PostgresSessions(db)
+        yield db
     finally:
         db.close()
 
@@ -78,6 +88,7 @@ def _copy_cron(cfg: HomarusConfig, paths: StatePaths, db: BlockingDatabase, *, d
 
 
 def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
+    from homarus.channels.pg_db import import_channels
     from homarus.cli.client import fail
     from homarus.config.loader import load_config
     from homarus.queue.pg_journal import import_runs
@@ -91,6 +102,7 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             report = copy_sessions(paths.state_dir, target, dry_run=args.dry_run)
             runs, unfinished, runs_added = import_runs(target.db, paths.state_dir / "runs.sqlite", dry_run=args.dry_run)
             cron = _copy_cron(cfg, paths, target.db, dry_run=args.dry_run)
+            channels = import_channels(target.db, paths.state_dir / "channels.sqlite", dry_run=args.dry_run)
     except HomarusError as exc:
         return fail(f"cannot migrate: {exc.message}")
     if args.json:
@@ -99,12 +111,16 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             "agents": [a.to_json() for a in report],
             "runs": {"found": runs, "unfinished": unfinished, "added": runs_added},
             "cron": {"jobs": cron[0], "added": cron[1], "history": cron[2]},
+            "channels": {table: {"found": n, "added": added} for table, (n, added) in channels.items()},
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     verb = "would copy" if args.dry_run else "copied"
-    if not report and not runs and not cron[0]:
-        print(f"nothing to copy: no sessions under {paths.state_dir / 'agents'}, no run journal, no cron jobs")
+    if not report and not runs and not cron[0] and not channels:
+        print(
+            f"nothing to copy: no sessions under {paths.state_dir / 'agents'}, no run journal, no cron jobs, "
+            "no channel store"
+        )
     for a in report:
         line = f"agent {a.agent_id}: {a.sessions} session(s), {a.transcripts} transcript(s) ({a.archived} set aside), "
         line += f"{a.entries} entries"
@@ -129,7 +145,12 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             line += f"; {verb} {cron[1]} with {cron[2]} run-log entries"
             line += f", {cron[0] - cron[1]} already there (kept)" if cron[0] > cron[1] else ""
         print(line)
-    if not args.dry_run and (report or runs or cron[0]):
+    if channels:
+        line = "channel store: " + ", ".join(f"{table} {n}" for table, (n, _) in channels.items())
+        if not args.dry_run:
+            line += f"; {verb} {sum(added for _, added in channels.values())} row(s)"
+        print(line)
+    if not args.dry_run and (report or runs or cron[0] or channels):
         print(
             "the embedded files are left as they were; set storage.backend to postgres and restart the "
             "gateway (stop it before migrating: what it writes meanwhile is not copied)"

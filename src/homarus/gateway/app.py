@@ -253,6 +253,13 @@ class Gateway(LazyServices, GatewayContext):
                 _ = self.spawn(self._cron_changed(ids if isinstance(ids, list) else None))
 
         cluster.notices.subscribe(CRON_NOTICES, cron_changed)
+        from homarus.channels.pg_db import NOTICE_CHANNEL as CHANNEL_NOTICES
+
+        def pieces_queued(_notice: dict[str, Any]) -> None:  # a reply written elsewhere: send it
+            if self.built("channels"):
+                self.channels.manager.delivery.poke()
+
+        cluster.notices.subscribe(CHANNEL_NOTICES, pieces_queued)
         cluster.relay.receive(relayed)
         self.bus.relay = lambda event, droppable: cluster.relay.send(event, droppable=droppable)
         cluster.start_messaging()

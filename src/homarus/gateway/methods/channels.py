@@ -302,7 +302,7 @@ async def outbox_replay(call: MethodCall, p: OutboxItemParams) -> dict[str, Any]
     service = channel_service(call)
     if not await asyncio.to_thread(service.manager.outbox.replay, p.id):
         raise NotFound(f"no dead letter {p.id}")
-    service.manager.delivery.poke()
+    service.manager.queued()
     return {"ok": True, "id": p.id, "status": "pending"}
 
 

@@ -225,6 +225,17 @@ def devices(gw: GatewayContext) -> DeviceStore:
 def channels(gw: GatewayContext) -> ChannelService:
     from homarus.usecases.chat.service import ChannelService
 
+    if gw.cluster is not None:  # the tables every gateway shares: the next holder goes on from them
+        from homarus.channels.pg_db import NOTICE_CHANNEL, PgChannelDb
+
+        cluster = gw.cluster
+        service = ChannelService(gw, PgChannelDb(cluster.blocking))
+
+        def tell_sender() -> None:
+            _ = gw.spawn(cluster.notices.publish(NOTICE_CHANNEL, {"outbox": True}))
+
+        service.manager.tell_sender = tell_sender
+        return service
     return ChannelService(gw)
 
 

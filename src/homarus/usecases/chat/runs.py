@@ -136,7 +136,7 @@ async def _enqueue_reply(
     await asyncio.to_thread(
         host.channels.manager.outbox.enqueue, pieces, run_id=req.run_id, session_key=req.session_key.canonical
     )
-    host.channels.manager.delivery.poke()
+    host.channels.manager.queued()
 
 
 async def _outgoing(host: ChatRunHost, req: RunRequest, target: Target, text: str, reply_to: str | None) -> str | None:

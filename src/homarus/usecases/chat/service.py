@@ -28,6 +28,7 @@ from homarus.usecases.runs import start_run
 
 if TYPE_CHECKING:
     from homarus.channels.access import Decision
+    from homarus.channels.db import ChannelStore
     from homarus.channels.inbox import InboxRow
     from homarus.channels.model import SendReceipt
     from homarus.channels.outbox import OutboxRow
@@ -47,7 +48,7 @@ APPROVAL_TEXT: Final = (
 
 
 class ChannelService:
-    def __init__(self, host: ChatHost) -> None:
+    def __init__(self, host: ChatHost, db: ChannelStore | None = None) -> None:
         self.host = host
         specs = {channel_id: registered.spec for channel_id, registered in host.plugins.channels.items()}
         self.manager = ChannelManager(
@@ -56,6 +57,7 @@ class ChannelService:
             config=lambda: host.config,
             fetch=self._fetch,
             env=dict(os.environ),
+            db=db,
         )
         self.manager.delivery.on_sent = self._on_sent
         self.manager.delivery.on_dead = self._on_dead
@@ -105,7 +107,7 @@ class ChannelService:
     async def reply(self, target: Target, text: str, *, key: str, markdown: bool = True) -> None:
         """Queue one message (no run behind it: a pairing code, a command's answer)."""
         await asyncio.to_thread(self.manager.outbox.enqueue, [(key, OutboundMessage(target, text, markdown))])
-        self.manager.delivery.poke()
+        self.manager.queued()
 
     async def send(
         self, target: Target, text: str, *, idempotency_key: str, media_path: str | None = None, wait_s: float = 30.0
@@ -127,7 +129,7 @@ class ChannelService:
         if not pieces:
             raise InvalidRequest("nothing to send: give text or a file")
         await asyncio.to_thread(self.manager.outbox.enqueue, pieces)
-        self.manager.delivery.poke()
+        self.manager.queued()
         deadline = time.monotonic() + wait_s
         keys = [k for k, _ in pieces]
         while True:

@@ -1,0 +1,124 @@
+"""The channel tables in PostgreSQL (``storage.backend: postgres``): the inbox, cursors, outbox and
+pairing of ``db.py``, shared by every gateway of a cluster.
+
+The channels themselves run on one gateway at a time (the ``channels`` role); what sharing the
+tables gives is that the gateway taking the role over continues where the last holder stopped:
+the platform cursors it had committed, the messages it had accepted but not answered, the pieces
+it had recorded but not sent (the outbox's restart rules apply, as after a restart of one
+gateway), and the pairing approvals made on any gateway. A reply written by a run another gateway
+took over lands in the same outbox, and the holder sends it (told by a ``channels`` notice; its
+sender also looks every 30 s).
+
+The statements are the embedded store's (``?`` placeholders become psycopg's; a literal ``%`` is
+escaped for it); each call takes a pooled connection of the blocking pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from homarus.channels.db import Rows, Tx
+from homarus.errors import ConfigError
+
+if TYPE_CHECKING:
+    from psycopg import Connection
+
+    from homarus.storage.blocking import BlockingDatabase
+
+__all__ = ["NOTICE_CHANNEL", "PgChannelDb", "import_channels"]
+
+#: the notice a gateway sends when it queued reply pieces while another runs the channels
+NOTICE_CHANNEL = "channels"
+
+
+@functools.lru_cache(maxsize=256)
+def _pg(sql: str) -> str:
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class _Tx:
+    def __init__(self, conn: Connection[Any]) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, args: tuple[Any, ...] = (), /) -> Rows:
+        return self.conn.execute(_pg(sql), args)
+
+    def executemany(self, sql: str, args: list[tuple[Any, ...]], /) -> object:
+        with self.conn.cursor() as cur:
+            cur.executemany(_pg(sql), args)
+        return None
+
+
+class PgChannelDb:
+    def __init__(self, db: BlockingDatabase) -> None:
+        self.db = db
+        self.where = f"postgresql://{db.where}"
+
+    def close(self) -> None:
+        """Nothing to close: the pool belongs to the gateway's database."""
+
+    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with self.db.connection() as conn:
+            return conn.execute(_pg(sql), args).fetchall()
+
+    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> int:
+        with self.db.connection() as conn:
+            return conn.execute(_pg(sql), args).rowcount
+
+    def execute_unsynced(self, sql: str, args: tuple[Any, ...] = ()) -> int:
+        return self.execute(sql, args)
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[Tx]:
+        with self.db.connection() as conn, conn.transaction():
+            yield _Tx(conn)
+
+
+#: the tables and columns copied from an embedded ``channels.sqlite`` (ids are the database's own:
+#: rows keep their order, and nothing refers to a row by its id across the tables)
+_COPIED: dict[str, tuple[str, ...]] = {
+    "inbound": (
+        "channel", "account", "chat", "message_id", "conversation", "sender", "payload", "status", "reason",
+        "run_id", "received_at", "updated_at",
+    ),
+    "cursors": ("channel", "account", "name", "value"),
+    "outbox": (
+        "key", "conversation", "payload", "status", "attempts", "next_at", "last_error", "platform_id", "run_id",
+        "session_key", "created_at", "updated_at",
+    ),
+    "pairing_requests": ("channel", "account", "sender", "code", "created_at", "expires_at", "meta"),
+    "pairing_allow": ("channel", "account", "sender", "approved_at", "approved_by", "meta"),
+}  # fmt: skip
+
+
+def import_channels(db: BlockingDatabase, path: Path, *, dry_run: bool = False) -> dict[str, tuple[int, int]]:
+    """Copy an embedded ``channels.sqlite`` into the shared tables: table -> (rows found, rows
+    added). A row the database has already (same message, piece key, cursor, sender) is kept as
+    it is there, so a second run adds nothing."""
+    if not path.exists():
+        return {}
+    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        found = {
+            table: source.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY rowid").fetchall()  # noqa: S608
+            for table, cols in _COPIED.items()
+        }
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(f"{path} cannot be read ({exc})") from None
+    finally:
+        source.close()
+    report = {table: (len(rows), 0) for table, rows in found.items()}
+    if dry_run:
+        return report
+    with db.connection() as conn, conn.transaction():
+        for table, rows in found.items():
+            cols = _COPIED[table]
+            sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))}) ON CONFLICT DO NOTHING"  # noqa: S608, E501
+            added = sum(conn.execute(sql, row).rowcount for row in rows)
+            report[table] = (len(rows), added)
+    return report
