@@ -23,19 +23,30 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import orjson
 
 from homarus.fs import ensure_private_dir
 
-__all__ = ["AuditLog", "Tail", "audit_files", "read_records"]
+__all__ = ["AuditLog", "AuditStore", "Tail", "audit_files", "bounded", "read_records"]
 
 log = logging.getLogger("homarus.audit")
 
 DEFAULT_MAX_FILE_BYTES: Final = 50 * 1024 * 1024
 MAX_LINE_BYTES: Final = 64 * 1024
 _NAME = re.compile(r"^audit-(\d{4}-\d{2}-\d{2})(?:\.(\d+))?\.jsonl$")
+
+
+class AuditStore(Protocol):
+    """Where a trail's records go and are read back: these files, or a cluster's PostgreSQL
+    (``audit/pg_log.py``)."""
+
+    failures: int
+
+    def write(self, record: dict[str, Any]) -> None: ...
+    def close(self) -> None: ...
+    def tail(self, *, limit: int = 200, run_id: str | None = None, cursor: int | None = None) -> Tail: ...
 
 
 class AuditLog:
@@ -66,7 +77,7 @@ class AuditLog:
         now = self._clock()
         line = orjson.dumps({"ts": int(now * 1000), **record}, default=str) + b"\n"
         if len(line) > MAX_LINE_BYTES:
-            line = orjson.dumps({**_bounded(record, now), "truncated": True}, default=str) + b"\n"
+            line = orjson.dumps({**bounded(record, now), "truncated": True}, default=str) + b"\n"
         day = dt.datetime.fromtimestamp(now, dt.UTC).strftime("%Y-%m-%d")
         with self._lock:
             try:
@@ -105,8 +116,11 @@ class AuditLog:
         with self._lock:
             self._close()
 
+    def tail(self, *, limit: int = 200, run_id: str | None = None, cursor: int | None = None) -> Tail:
+        return read_records(self.directory, limit=limit, run_id=run_id, cursor=cursor, prefix=self.prefix)
 
-def _bounded(record: dict[str, Any], now: float) -> dict[str, Any]:
+
+def bounded(record: dict[str, Any], now: float) -> dict[str, Any]:
     """A record too large for one line: long strings cut (arguments are for reading, not replay)."""
 
     def cut(value: Any) -> Any:
@@ -142,6 +156,8 @@ class Tail:
     #: byte offset in ``file`` after the last line read (pass it back to follow)
     cursor: int
     truncated: bool = False
+    #: how much the newest file (the shared table: its last ``seq``) holds
+    size: int = 0
 
 
 def _lines(path: Path, start: int) -> Iterator[tuple[int, bytes]]:
@@ -186,7 +202,7 @@ def read_records(
         start = cursor if cursor <= newest.stat().st_size else 0  # rotated under us: start again
         out, end = _matching(newest, start, run_id)
         truncated = len(out) > limit
-        return Tail(out[-limit:], newest.name, end, truncated)
+        return Tail(out[-limit:], newest.name, end, truncated, _size(newest))
     out, end = [], newest.stat().st_size
     for path in reversed(files):  # newest first, until enough
         found, last = _matching(path, 0, run_id)
@@ -196,4 +212,11 @@ def read_records(
         if len(out) > limit:
             break
     truncated = len(out) > limit
-    return Tail(out[-limit:], newest.name, end, truncated)
+    return Tail(out[-limit:], newest.name, end, truncated, _size(newest))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -1,18 +1,21 @@
 """`homarus logs [--follow] [--run RUNID] [--limit N] [--json] [--raw-stream]`: read the audit trail.
 
-Reads ``$STATE/logs`` directly (no gateway needed); ``--follow`` polls the newest file.
+Reads ``$STATE/logs`` directly (no gateway needed), or with ``storage.backend: postgres`` the
+cluster's shared trail (every gateway's records); ``--follow`` polls for new records.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from homarus.config.paths import StatePaths
+    from homarus.config.schema import HomarusConfig
 
 __all__ = ["add_logs_parser", "run_logs"]
 
@@ -41,9 +44,16 @@ def run_logs(args: argparse.Namespace, paths: StatePaths) -> int:
 
         return follow_gateway_log(max(1, args.limit), args.follow)
     from homarus.audit.log import read_records  # only when the command runs: `--help` stays light
+    from homarus.config.loader import load_config
 
     directory = paths.state_dir / "logs"
     prefix = "raw-stream" if args.raw_stream else "audit"
+    try:
+        cfg: HomarusConfig | None = load_config(paths).config
+    except Exception:  # the trail stays readable with a config that does not load
+        cfg = None
+    if cfg is not None and cfg.present("storage") and cfg.storage.backend == "postgres":
+        return _shared_logs(args, cfg, prefix)
     show = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else _line
     tail = read_records(directory, limit=max(1, args.limit), run_id=args.run, prefix=prefix)
     if tail.file is None and not args.follow:
@@ -63,3 +73,32 @@ def run_logs(args: argparse.Namespace, paths: StatePaths) -> int:
         for record in more.records:
             print(show(record), flush=True)
         cursor = more.cursor
+
+
+def _shared_logs(args: argparse.Namespace, cfg: HomarusConfig, prefix: str) -> int:
+    """The cluster's trail (``storage.backend: postgres``): every gateway's records."""
+    from homarus.audit.pg_log import PgAuditLog
+    from homarus.cli.storage_cmd import postgres_database
+    from homarus.errors import HomarusError
+
+    show = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else _line
+    try:
+        with postgres_database(cfg) as db:
+            trail = PgAuditLog(db, "homarus-cli", prefix=prefix)
+            tail = trail.tail(limit=max(1, args.limit), run_id=args.run)
+            if tail.file is None and not args.follow:
+                print(f"no {prefix} records yet in PostgreSQL at {db.where}")
+                return 0
+            for record in tail.records:
+                print(show(record), flush=True)
+            cursor = tail.cursor
+            while args.follow:
+                time.sleep(FOLLOW_POLL_S)
+                more = trail.tail(limit=10_000, run_id=args.run, cursor=cursor)
+                for record in more.records:
+                    print(show(record), flush=True)
+                cursor = more.cursor
+    except HomarusError as exc:
+        print(f"homarus: cannot read the logs: {exc.message}", file=sys.stderr)
+        return 1
+    return 0

@@ -417,6 +417,9 @@ class Gateway(LazyServices, GatewayContext):
         await self._close_services()
 
     async def _close_services(self) -> None:
+        for name in ("audit_log", "raw_stream_log"):  # before the database goes: a shared trail's last records
+            if self.built(name):
+                await asyncio.to_thread(getattr(self, name).close)
         if self.cluster is not None:
             await self.cluster.leave()
         if self.built("journal"):
@@ -433,6 +436,3 @@ class Gateway(LazyServices, GatewayContext):
             await self.sandboxes.aclose()
         if self.built("memory"):
             await self.memory.aclose()
-        for name in ("audit_log", "raw_stream_log"):
-            if self.built(name):
-                getattr(self, name).close()

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from homarus.agents.runtime import AgentRuntime
-    from homarus.audit.log import AuditLog
+    from homarus.audit.log import AuditStore
     from homarus.browser.manager import BrowserHub
     from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
@@ -139,10 +139,10 @@ class GatewayServices:
     #: the agents' headless browsers (built by the first browser tool call)
     browser: BrowserHub
     devices: DeviceStore
-    audit_log: AuditLog
+    audit_log: AuditStore
     #: tokens and cost of the model calls, per hour, agent, session and model (``usage.cost``)
     usage: UsageLedger
-    raw_stream_log: AuditLog
+    raw_stream_log: AuditStore
 
 
 class GatewayContext(GatewayServices, ABC):

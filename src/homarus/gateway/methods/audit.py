@@ -52,10 +52,8 @@ async def activity_list(call: MethodCall, p: ActivityParams) -> dict[str, Any]:
         raise InvalidRequest("invalid audit.activity.list range or cursor")
     if p.kind == "message" or p.direction is not None or p.channel is not None:
         return {"events": []}  # the trail records runs and tool calls, not chat messages
-    from homarus.audit.log import read_records
-
-    directory = call.gateway.paths.state_dir / "logs"
-    tail = await asyncio.to_thread(read_records, directory, limit=WINDOW)
+    trail = call.gateway.audit_log
+    tail = await asyncio.to_thread(lambda: trail.tail(limit=WINDOW))
     which = ActivityFilter(p.agent_id, p.session_key, p.run_id, p.kind, p.status, p.after, p.before)
     events, next_cursor = activity_events(
         tail.records, which, limit=p.limit, cursor=int(p.cursor) if p.cursor else None
@@ -72,12 +70,11 @@ class StabilityParams(Params):
 async def diagnostics_stability(call: MethodCall, p: StabilityParams) -> dict[str, Any]:
     from datetime import UTC, datetime
 
-    from homarus.audit.log import read_records
     from homarus.audit.stability import CAPACITY, stability_snapshot
     from homarus.gateway.services.health import process_memory
 
-    directory = call.gateway.paths.state_dir / "logs"
-    tail = await asyncio.to_thread(read_records, directory, limit=CAPACITY)
+    trail = call.gateway.audit_log
+    tail = await asyncio.to_thread(lambda: trail.tail(limit=CAPACITY))
     now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     kind = p.type.strip() if p.type else None
     return stability_snapshot(

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from typing import Any, Literal
 
 from pydantic import Field
 
-from homarus.audit.log import read_records
 from homarus.audit.summary import as_log_line
 from homarus.errors import Forbidden
 from homarus.gateway.router import MethodCall, Params
@@ -31,10 +29,8 @@ async def logs_tail(call: MethodCall, p: TailParams) -> dict[str, Any]:
     if p.log == "raw-stream" and ADMIN not in call.client.scopes:
         # the raw stream holds model output verbatim: admins only
         raise Forbidden("the raw stream log needs operator.admin")
-    directory = call.gateway.paths.state_dir / "logs"
-    tail = await asyncio.to_thread(
-        read_records, directory, limit=p.limit, run_id=p.run_id, cursor=p.cursor, prefix=p.log
-    )
+    trail = call.gateway.audit_log if p.log == "audit" else call.gateway.raw_stream_log
+    tail = await asyncio.to_thread(lambda: trail.tail(limit=p.limit, run_id=p.run_id, cursor=p.cursor))
     # each line also in the original's log format (its Logs view reads time, level and message)
     lines = [json.dumps(as_log_line(r), ensure_ascii=False, separators=(",", ":")) for r in tail.records]
     records, truncated = tail.records, tail.truncated
@@ -47,15 +43,11 @@ async def logs_tail(call: MethodCall, p: TailParams) -> dict[str, Any]:
             kept += 1
         if kept < len(lines):
             lines, records, truncated = lines[len(lines) - kept :], records[len(records) - kept :], True
-    size = 0
-    if tail.file:
-        with contextlib.suppress(OSError):
-            size = (directory / tail.file).stat().st_size
     # lines/size/reset: the original's shape (its CLI prints lines); records: the same, parsed
     return {
         "file": tail.file,
         "cursor": tail.cursor,
-        "size": size,
+        "size": tail.size,
         "lines": lines,
         "records": records,
         "truncated": truncated,

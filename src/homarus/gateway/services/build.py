@@ -17,7 +17,7 @@ from homarus.gateway.context import Extensions, GatewayServices
 
 if TYPE_CHECKING:
     from homarus.agents.runtime import AgentRuntime
-    from homarus.audit.log import AuditLog
+    from homarus.audit.log import AuditStore
     from homarus.browser.manager import BrowserHub
     from homarus.cron.service import CronService
     from homarus.gateway.context import GatewayContext
@@ -251,11 +251,8 @@ def mcp(gw: GatewayContext) -> McpHub:
     return McpHub(gw.config.mcp, gw.tools, log_dir=gw.paths.state_dir / "logs")
 
 
-def audit_log(gw: GatewayContext) -> AuditLog:
-    from homarus.audit.log import AuditLog
-
-    cfg = gw.config.logging
-    return AuditLog(gw.paths.state_dir / "logs", max_file_bytes=cfg.audit.max_file_mb * 1024 * 1024)
+def audit_log(gw: GatewayContext) -> AuditStore:
+    return _trail(gw, "audit")
 
 
 def usage(gw: GatewayContext) -> UsageLedger:
@@ -264,13 +261,20 @@ def usage(gw: GatewayContext) -> UsageLedger:
     return UsageLedger(ledger_path(gw.paths.state_dir))
 
 
-def raw_stream_log(gw: GatewayContext) -> AuditLog:
+def raw_stream_log(gw: GatewayContext) -> AuditStore:
+    return _trail(gw, "raw-stream")
+
+
+def _trail(gw: GatewayContext, prefix: str) -> AuditStore:
+    """The day files in ``$STATE/logs``, or the cluster's shared table."""
+    if gw.cluster is not None:
+        from homarus.audit.pg_log import PgAuditLog
+
+        return PgAuditLog(gw.cluster.blocking, gw.cluster.member_id, prefix=prefix)
     from homarus.audit.log import AuditLog
 
     cfg = gw.config.logging
-    return AuditLog(
-        gw.paths.state_dir / "logs", max_file_bytes=cfg.audit.max_file_mb * 1024 * 1024, prefix="raw-stream"
-    )
+    return AuditLog(gw.paths.state_dir / "logs", max_file_bytes=cfg.audit.max_file_mb * 1024 * 1024, prefix=prefix)
 
 
 def _builders() -> dict[str, Callable[[GatewayContext], Any]]:
