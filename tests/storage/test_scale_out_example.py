@@ -26,6 +26,7 @@ def test_the_compose_file_runs_two_gateways_on_one_database_behind_the_proxy() -
     for name in gateways:
         gw = services[name]
         assert "./homarus.json:/state/homarus.json:ro" in gw["volumes"]
+        assert "workspace:/workspace" in gw["volumes"] and gw["environment"]["HOMARUS_WORKSPACE"] == "/workspace"
         assert gw["environment"]["HOMARUS_PG_URL"].startswith("postgresql://homarus:${HOMARUS_PG_PASSWORD}@postgres:")
         assert gw["depends_on"]["postgres"]["condition"] == "service_healthy"
     assert {v.split(":")[0] for n in gateways for v in services[n]["volumes"]} >= {"state-a", "state-b"}
@@ -40,7 +41,10 @@ async def test_the_example_config_forms_a_cluster(tmp_path: Path, pg_url: str) -
         state = tmp_path / name
         state.mkdir(mode=0o700)
         shutil.copy(EXAMPLE / "homarus.json", state / "homarus.json")
-        envs.append(scrubbed_env(state, HOMARUS_PG_URL=pg_url, HOMARUS_GATEWAY_TOKEN=TEST_TOKEN))
+        shared = tmp_path / "workspace"
+        envs.append(
+            scrubbed_env(state, HOMARUS_PG_URL=pg_url, HOMARUS_GATEWAY_TOKEN=TEST_TOKEN, HOMARUS_WORKSPACE=str(shared))
+        )
     with start_gateway(envs[0], "--bind", "loopback") as a, start_gateway(envs[1], "--bind", "loopback") as b:
         a.wait_listening()
         b.wait_listening()
@@ -55,3 +59,8 @@ async def test_the_example_config_forms_a_cluster(tmp_path: Path, pg_url: str) -
             await asyncio.sleep(0.2)
         assert storage["backend"] == "postgres" and storage["healthy"] is True
         assert storage["roles"]["heartbeats"]["live"] is True
+        for gw in (a, b):  # one workspace for both (the agents' files, memory notes included)
+            other = await open_client(gw.url)
+            assert (await other.handshake(TEST_TOKEN))["ok"]
+            [agent] = (await other.request("agents.list"))["payload"]["agents"]
+            assert agent["workspace"] == str(tmp_path / "workspace")

@@ -121,7 +121,11 @@ class Delivery:
         return done
 
     async def _sleep_until_due(self) -> None:
-        nxt = await asyncio.to_thread(self.outbox.next_due_at)
+        try:
+            nxt = await asyncio.to_thread(self.outbox.next_due_at)
+        except Exception as exc:  # the store away (a cluster's database): look again in a second
+            log.warning("channels: reading the outbox failed: %s", exc)
+            nxt = _now_ms() + 1000
         delay = 30.0 if nxt is None else max(0.0, (nxt - _now_ms()) / 1000)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(min(delay, 30.0) if delay > 0 else 0.05):

@@ -98,7 +98,12 @@ class InboundDispatcher:
     async def _work(self, conversation: str) -> None:
         try:
             while True:
-                rows = await asyncio.to_thread(self.manager.inbox.received_in, conversation)
+                try:
+                    rows = await asyncio.to_thread(self.manager.inbox.received_in, conversation)
+                except Exception as exc:  # the store away (a cluster's database): the rows wait there
+                    log.warning("channels: reading %s from the inbox failed (%s); retrying", conversation, exc)
+                    await asyncio.sleep(2.0)
+                    continue
                 if not rows:
                     return
                 try:
@@ -108,7 +113,11 @@ class InboundDispatcher:
                     await asyncio.sleep(2.0)
         finally:
             self._workers.pop(conversation, None)
-            if await asyncio.to_thread(self.manager.inbox.received_in, conversation, 1):
+            try:
+                more = bool(await asyncio.to_thread(self.manager.inbox.received_in, conversation, 1))
+            except Exception:
+                more = True  # cannot tell: look again
+            if more:
                 self.manager.inbound_ready.set()  # a row came in while this worker was finishing
 
     # -- one message at the head of a conversation ----------------------------------------------
