@@ -106,7 +106,7 @@ async def test_a_run_on_one_gateway_is_in_the_trail_of_the_other(tmp_path: Path,
                 break
             await asyncio.sleep(0.1)
         assert tail["file"] == "postgresql" and [r["runId"] for r in tail["records"]] == ["on-a"]  # type: ignore[attr-defined]
-        assert not (tmp_path / "a" / "state" / "logs").exists() or not any((tmp_path / "a").rglob("audit-*.jsonl"))
+        assert not any(tmp_path.rglob("audit-*.jsonl"))  # no gateway wrote a trail file of its own
     state = tmp_path / "cli"
     write_config(state, json.dumps({"storage": {"backend": "postgres", "postgres": {"url": pg_url}}}))
     listed = run_cli(scrubbed_env(state), "logs", "--json", "--run", "on-a")

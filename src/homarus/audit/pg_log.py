@@ -13,7 +13,7 @@ in order. Each record is stored whole as JSON with its time, run and stream (``a
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import logging
 import threading
 import time
@@ -78,7 +78,7 @@ class PgAuditLog:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name=f"{self.prefix}-writer", daemon=True)
                 self._thread.start()
-            if len(self._queue) >= BATCH:
+            if len(self._queue) in (1, BATCH):  # the writer idles on an empty queue; a full batch goes now
                 self._cond.notify()
 
     def _failed(self, why: str) -> None:
@@ -89,24 +89,22 @@ class PgAuditLog:
     def _run(self) -> None:
         while True:
             with self._cond:
-                if not self._queue and not self._closed:
-                    self._cond.wait(FLUSH_S)
-                batch = [self._queue[i] for i in range(min(BATCH, len(self._queue)))]
+                while not self._queue and not self._closed:
+                    self._cond.wait()  # idle: nothing until a record comes
+                if len(self._queue) < BATCH and not self._closed:
+                    self._cond.wait(FLUSH_S)  # let a batch gather
+                batch = list(itertools.islice(self._queue, BATCH))
                 closing = self._closed
-            if batch:
-                if not self._insert(batch):
-                    if closing:
-                        return
-                    time.sleep(1.0)  # the database away: keep them, try again
-                    continue
-                with self._cond:
-                    for _ in batch:
-                        self._queue.popleft()
-            elif closing:
-                return
-            else:
-                with self._cond:
-                    self._cond.wait(FLUSH_S)
+            if not batch:
+                return  # closing, nothing left
+            if not self._insert(batch):
+                if closing:
+                    return
+                time.sleep(1.0)  # the database away: keep them, try again
+                continue
+            with self._cond:
+                for _ in batch:
+                    self._queue.popleft()
 
     def _insert(self, batch: list[tuple[int, str | None, bytes]]) -> bool:
         rows = [(self.prefix, ts, run_id, self.member_id, body.decode()) for ts, run_id, body in batch]
@@ -147,8 +145,7 @@ class PgAuditLog:
     # -- reading ---------------------------------------------------------------------------------
     def tail(self, *, limit: int = 200, run_id: str | None = None, cursor: int | None = None) -> Tail:
         """The last ``limit`` records (of ``run_id``); with ``cursor``, only those written since."""
-        with contextlib.suppress(Exception):
-            self.flush(1.0)  # this gateway's own records first
+        self.flush(1.0)  # this gateway's own records first
         with self.db.connection() as conn:
             rows = conn.execute(
                 """SELECT seq, record FROM audit_records

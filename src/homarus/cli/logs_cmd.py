@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from homarus.audit.log import AuditStore
     from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
 
@@ -43,7 +44,8 @@ def run_logs(args: argparse.Namespace, paths: StatePaths) -> int:
         from homarus.cli.service_cmd import follow_gateway_log
 
         return follow_gateway_log(max(1, args.limit), args.follow)
-    from homarus.audit.log import read_records  # only when the command runs: `--help` stays light
+    # only when the command runs: `--help` stays light
+    from homarus.audit.log import AuditLog
     from homarus.config.loader import load_config
 
     directory = paths.state_dir / "logs"
@@ -54,25 +56,7 @@ def run_logs(args: argparse.Namespace, paths: StatePaths) -> int:
         cfg = None
     if cfg is not None and cfg.present("storage") and cfg.storage.backend == "postgres":
         return _shared_logs(args, cfg, prefix)
-    show = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else _line
-    tail = read_records(directory, limit=max(1, args.limit), run_id=args.run, prefix=prefix)
-    if tail.file is None and not args.follow:
-        print(f"no {prefix} records yet in {directory}")
-        return 0
-    for record in tail.records:
-        print(show(record), flush=True)
-    if not args.follow:
-        return 0
-    cursor, current = tail.cursor, tail.file
-    while True:
-        time.sleep(FOLLOW_POLL_S)
-        more = read_records(directory, limit=10_000, run_id=args.run, cursor=cursor, prefix=prefix)
-        if more.file != current:  # a new day or a rotation: read the new file from its start
-            more = read_records(directory, limit=10_000, run_id=args.run, cursor=0, prefix=prefix)
-            current = more.file
-        for record in more.records:
-            print(show(record), flush=True)
-        cursor = more.cursor
+    return _show(args, AuditLog(directory, prefix=prefix), f"{prefix} records", str(directory))
 
 
 def _shared_logs(args: argparse.Namespace, cfg: HomarusConfig, prefix: str) -> int:
@@ -81,24 +65,32 @@ def _shared_logs(args: argparse.Namespace, cfg: HomarusConfig, prefix: str) -> i
     from homarus.cli.storage_cmd import postgres_database
     from homarus.errors import HomarusError
 
-    show = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else _line
     try:
         with postgres_database(cfg) as db:
             trail = PgAuditLog(db, "homarus-cli", prefix=prefix)
-            tail = trail.tail(limit=max(1, args.limit), run_id=args.run)
-            if tail.file is None and not args.follow:
-                print(f"no {prefix} records yet in PostgreSQL at {db.where}")
-                return 0
-            for record in tail.records:
-                print(show(record), flush=True)
-            cursor = tail.cursor
-            while args.follow:
-                time.sleep(FOLLOW_POLL_S)
-                more = trail.tail(limit=10_000, run_id=args.run, cursor=cursor)
-                for record in more.records:
-                    print(show(record), flush=True)
-                cursor = more.cursor
+            return _show(args, trail, f"{prefix} records", f"PostgreSQL at {db.where}")
     except HomarusError as exc:
         print(f"homarus: cannot read the logs: {exc.message}", file=sys.stderr)
         return 1
+
+
+def _show(args: argparse.Namespace, trail: AuditStore, what: str, where: str) -> int:
+    """Print the last records, then (``--follow``) what comes, polling the trail."""
+    show = (lambda r: json.dumps(r, ensure_ascii=False)) if args.json else _line
+    tail = trail.tail(limit=max(1, args.limit), run_id=args.run)
+    if tail.file is None and not args.follow:
+        print(f"no {what} yet in {where}")
+        return 0
+    for record in tail.records:
+        print(show(record), flush=True)
+    cursor, current = tail.cursor, tail.file
+    while args.follow:
+        time.sleep(FOLLOW_POLL_S)
+        more = trail.tail(limit=10_000, run_id=args.run, cursor=cursor)
+        if more.file != current:  # a new day's file or a rotation: read the new file from its start
+            more = trail.tail(limit=10_000, run_id=args.run, cursor=0)
+            current = more.file
+        for record in more.records:
+            print(show(record), flush=True)
+        cursor = more.cursor
     return 0

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from homarus.cron.models import CronJob
 from homarus.cron.store import CronStore, CronStoreCorrupt
 from homarus.errors import HomarusError
+from homarus.storage.cluster import live_member
 
 if TYPE_CHECKING:
     from homarus.storage.blocking import BlockingDatabase
@@ -40,8 +41,7 @@ log = logging.getLogger("homarus.cron")
 
 #: the notice channel naming jobs another gateway changed
 NOTICE_CHANNEL = "cron"
-_LIVE = """EXISTS (SELECT 1 FROM gateway_members m
-                   WHERE m.id = cron_jobs.running_by AND m.seen_at > now() - make_interval(secs => %(ttl)s))"""
+_LIVE = live_member("cron_jobs.running_by")
 #: a notice names at most this many jobs; a bigger change says "all" (read them all)
 _NOTICE_IDS = 50
 
@@ -69,10 +69,13 @@ class Change:
     fields: dict[str, bytes] = field(default_factory=dict)
     dropped: list[str] = field(default_factory=list)
     state: bytes | None = None
-    removed: bool = False
     added: bool = False
-    #: the whole job as written (what the database has once this change is in)
+    #: the whole job as written (what the database has once this change is in); None: removed
     whole: Stored | None = None
+
+    @property
+    def removed(self) -> bool:
+        return self.whole is None
 
 
 def _job(definition: Any, state: Any) -> CronJob:
@@ -145,11 +148,11 @@ class PgCronStore(CronStore):
                 self.jobs.pop(job_id, None)
                 self._stored.pop(job_id, None)  # never written (nor deleted) from here
                 continue
+            self._stored[job_id] = _halves(job)  # as the database has it
             current = self.jobs.get(job_id)
             if current is not None and mine:
                 job.state = current.state  # running here: this gateway's state is the newest
             fresh[job_id] = job
-            self._stored[job_id] = _halves(_job(definition, state))
             (self._elsewhere.add if elsewhere else self._elsewhere.discard)(job_id)
         gone = (set(self.jobs) if ids is None else set(ids)) - seen
         for job_id in gone:
@@ -215,7 +218,7 @@ class PgCronStore(CronStore):
             if changed or dropped or state != stored[1]:
                 new_state = state if state != stored[1] else None
                 out.append(Change(job_id, changed, dropped, new_state, whole=(fields, state)))
-        out.extend(Change(job_id, removed=True) for job_id in self._stored if job_id not in self.jobs)
+        out.extend(Change(job_id) for job_id in self._stored if job_id not in self.jobs)
         return out
 
     def _write_changes(self, changes: list[Change]) -> None:

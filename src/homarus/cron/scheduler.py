@@ -237,15 +237,17 @@ class CronScheduler:
 
     def next_wake_ms(self) -> int | None:
         """The earliest due time of an enabled job that is not running."""
-        times = [
-            j.state.next_run_at_ms
-            for j in self.store.jobs.values()
-            if j.enabled
-            and j.id not in self._running
-            and not self.store.busy_elsewhere(j.id)
-            and j.state.next_run_at_ms is not None
-        ]
-        return min(times) if times else None
+        times = [j.state.next_run_at_ms for j in self.store.jobs.values() if self._waiting(j)]
+        return min(t for t in times if t is not None) if times else None
+
+    def _waiting(self, job: CronJob) -> bool:
+        """Enabled, scheduled, and running neither here nor on another gateway."""
+        return (
+            job.enabled
+            and job.state.next_run_at_ms is not None
+            and job.id not in self._running
+            and not self.store.busy_elsewhere(job.id)
+        )
 
     def delay_ms(self) -> int:
         nxt = self.next_wake_ms()
@@ -265,15 +267,7 @@ class CronScheduler:
         if recomputed:
             await self.store.persist()
         due = sorted(
-            (
-                j
-                for j in self.store.jobs.values()
-                if j.enabled
-                and j.id not in self._running
-                and not self.store.busy_elsewhere(j.id)
-                and j.state.next_run_at_ms is not None
-                and j.state.next_run_at_ms <= now
-            ),
+            (j for j in self.store.jobs.values() if self._waiting(j) and (j.state.next_run_at_ms or 0) <= now),
             key=lambda j: j.state.next_run_at_ms or 0,
         )
         started: list[asyncio.Task[RunResult]] = []

@@ -225,9 +225,12 @@ class EventBus:
         :attr:`relay` too, for the other gateways' subscribers of ``event`` (``kind: subscribers``)."""
         if cluster and self.relay is not None:
             self.relay({"kind": "subscribers", "event": event, "payload": payload, "droppable": droppable}, droppable)
+        ids = list(conn_ids)
+        if not ids:
+            return 0  # nobody here: nothing to serialize
         text = orjson.dumps(event_frame(event, payload)).decode()
         sent = 0
-        for cid in conn_ids:
+        for cid in ids:
             r = self._recipients.get(cid)
             if r is not None and r.push(text, droppable=droppable):
                 sent += 1

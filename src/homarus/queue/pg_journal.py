@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from homarus.errors import ConfigError
 from homarus.queue.journal import COLUMNS, TERMINAL, RunRecord, Where, record_of
+from homarus.storage.cluster import live_member
 
 if TYPE_CHECKING:
     from homarus.storage.blocking import BlockingDatabase
@@ -36,6 +37,7 @@ __all__ = ["PgRunJournal", "import_runs"]
 
 _SELECT = f"SELECT {COLUMNS} FROM runs"  # noqa: S608 - a constant of column names
 _UNFINISHED = "status IN ('accepted', 'running')"
+_OWNER_LIVE = live_member("runs.owner")
 
 
 def _now_ms() -> int:
@@ -138,9 +140,7 @@ class PgRunJournal:
             rows = conn.execute(
                 f"""WITH claimed AS (
                         UPDATE runs SET owner = %(me)s
-                        WHERE {_UNFINISHED} AND (owner IS NULL OR owner <> %(me)s) AND NOT EXISTS (
-                            SELECT 1 FROM gateway_members m
-                            WHERE m.id = runs.owner AND m.seen_at > now() - make_interval(secs => %(ttl)s))
+                        WHERE {_UNFINISHED} AND (owner IS NULL OR owner <> %(me)s) AND NOT {_OWNER_LIVE}
                         RETURNING {COLUMNS}, seq)
                     SELECT {COLUMNS} FROM claimed ORDER BY accepted_at, seq""",  # noqa: S608 - constants only
                 {"me": self.member_id, "ttl": self.member_ttl_s},
@@ -151,9 +151,7 @@ class PgRunJournal:
         """Whether a member that is gone left unfinished runs (a cheap probe, before claiming)."""
         with self.db.connection() as conn:
             row = conn.execute(
-                f"""SELECT 1 FROM runs WHERE {_UNFINISHED} AND owner <> %(me)s AND NOT EXISTS (
-                        SELECT 1 FROM gateway_members m
-                        WHERE m.id = runs.owner AND m.seen_at > now() - make_interval(secs => %(ttl)s))
+                f"""SELECT 1 FROM runs WHERE {_UNFINISHED} AND owner <> %(me)s AND NOT {_OWNER_LIVE}
                     LIMIT 1""",  # noqa: S608 - constants only
                 {"me": self.member_id, "ttl": self.member_ttl_s},
             ).fetchone()

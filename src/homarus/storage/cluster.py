@@ -26,7 +26,7 @@ from homarus.storage.notices import Notices
 from homarus.storage.relay import EventRelay
 from homarus.storage.roles import Roles
 
-__all__ = ["Cluster", "Member"]
+__all__ = ["Cluster", "Member", "live_member"]
 
 log = logging.getLogger("homarus.storage")
 
@@ -34,6 +34,16 @@ log = logging.getLogger("homarus.storage")
 FORGET_AFTER_S = 24 * 3600
 #: how long ``status`` waits for a connection before it reports the database away
 STATUS_WAIT_S = 1.0
+
+
+def live_member(column: str) -> str:
+    """SQL that is true when the member named by ``column`` is alive: seen within the member ttl
+    (the statement's ``%(ttl)s`` parameter). Who owns a run, or runs a cron job, stops counting
+    once this is false."""
+    return (
+        f"EXISTS (SELECT 1 FROM gateway_members m WHERE m.id = {column}"  # noqa: S608 - a column name of the caller
+        " AND m.seen_at > now() - make_interval(secs => %(ttl)s))"
+    )
 
 
 @dataclass(frozen=True, slots=True)
