@@ -44,7 +44,7 @@ from homarus.config.memory import MemorySearchConfig
 from homarus.memory.embedding import TaskType
 from homarus.memory.index import FILES_PER_GROUP, chunk_id
 from homarus.memory.manager import MemoryManager
-from homarus.memory.search import fts_query
+from homarus.memory.search import query_terms
 from homarus.memory.sqlite import binding
 from homarus.memory.store import FileRow, MemoryStore, NewChunk, encode_vector
 
@@ -152,7 +152,7 @@ async def _search_phase(path: Path, queries: list[str]) -> dict[str, Any]:
     qvecs = [provider.vector(q) for q in queries]
     store = MemoryStore.open(path, use_vec=True)
     out: dict[str, Any] = {"vec_loaded": store.vec_available}
-    exprs = [fts_query(q) or '""' for q in queries]
+    exprs = [query_terms(q) for q in queries]
     store.fts(exprs[0], K)  # warm the page cache
     out["fts"] = _time(lambda e: store.fts(e, K), exprs)
     blobs = [encode_vector(v) for v in qvecs]

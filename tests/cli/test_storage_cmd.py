@@ -14,6 +14,7 @@ from homarus.channels.db import ChannelDb
 from homarus.channels.inbox import Inbox
 from homarus.channels.model import InboundMessage
 from homarus.channels.pairing import PairingStore
+from homarus.memory.store import MemoryStore, encode_vector
 from homarus.queue.journal import RunJournal
 from homarus.sessions.manager import SessionManager
 from tests.conftest import TEST_TOKEN, run_gateway
@@ -53,6 +54,7 @@ def _embedded_state(state: Path) -> dict[str, str]:
             journal.close()
         _cron_job(state)
         _channel_store(state)
+        _memory_index(state)
         torn = mgr.sessions_dir("main") / f"{chat_ref.entry.session_id}.jsonl"
         with open(torn, "ab") as f:
             f.write(b'{"type":"message","mess')  # a crash in the middle of a line
@@ -77,6 +79,16 @@ def _cron_job(state: Path) -> None:
     (state / "cron" / "jobs.json").write_text(json.dumps({"version": 1, "jobs": [job]}))
     runs = [{"ts": t, "jobId": "nightly", "status": "ok", "runAtMs": t} for t in (60000, 120000)]
     (state / "cron" / "runs" / "nightly.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+
+
+def _memory_index(state: Path) -> None:
+    """The default agent's SQLite memory index with three vectors in its embedding cache."""
+    store = MemoryStore.open(state / "memory" / "main.sqlite", use_vec=False)
+    try:
+        key = ("openai", "text-embedding-3-small", "k")
+        store.cache_put(key, [(f"h{i}", encode_vector([0.1 * i, 0.2]), 2) for i in range(3)])
+    finally:
+        store.close()
 
 
 def _channel_store(state: Path) -> None:
@@ -124,6 +136,7 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
         "pairing_requests": 1,
         "pairing_allow": 1,
     }
+    assert json.loads(dry.stdout)["memory"] == {"main": {"vectors": 3, "added": 0}}
 
     done = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres")
     assert done.returncode == 0, done.stderr
@@ -139,7 +152,8 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert lines[4] == (
         "channel store: inbound 1, cursors 1, outbox 0, pairing_requests 1, pairing_allow 1; copied 4 row(s)"
     )
-    assert "the embedded files are left as they were" in lines[5]
+    assert lines[5].startswith("memory of agent main: 3 cached vector(s); copied 3 (the first sync builds")
+    assert "the embedded files are left as they were" in lines[6]
     assert (state / "agents" / "main" / "sessions" / f"{ids['main']}.jsonl").exists()
 
     again = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres", "--json")
@@ -148,6 +162,7 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert json.loads(again.stdout)["runs"]["added"] == 0
     assert json.loads(again.stdout)["cron"] == {"jobs": 1, "added": 0, "history": 0}
     assert {c["added"] for c in json.loads(again.stdout)["channels"].values()} == {0}
+    assert json.loads(again.stdout)["memory"] == {"main": {"vectors": 3, "added": 0}}
 
     _config(state, pg_url, backend="postgres")
     (state / "agents").rename(tmp_path / "moved-away")  # what follows can only come from the database

@@ -17,6 +17,8 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from statistics import fmean
 
+import pytest
+
 from homarus.memory.manager import MemoryManager
 from homarus.memory.results import SearchResult
 from tests.memory.conftest import ManagerFactory
@@ -115,6 +117,7 @@ async def _mrr(m: MemoryManager, cases: list[Case], *, min_score: float = 0.0) -
     return out
 
 
+@pytest.mark.both_backends
 async def test_hybrid_beats_each_retriever(ws: Path, make_manager: ManagerFactory, tmp_path: Path) -> None:
     cases = _build(ws)
     bm25 = make_manager(None, db_path=tmp_path / "bm25.sqlite", clock=lambda: NOW)
@@ -138,6 +141,7 @@ async def test_hybrid_beats_each_retriever(ws: Path, make_manager: ManagerFactor
     assert with_default["all"] >= max(scores["bm25"]["all"], scores["vector"]["all"])
 
 
+@pytest.mark.both_backends
 async def test_temporal_decay_prefers_the_newer_fact_and_spares_memory_md(
     ws: Path, make_manager: ManagerFactory
 ) -> None:

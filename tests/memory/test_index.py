@@ -4,8 +4,8 @@ import asyncio
 import logging
 import os
 import sqlite3
-import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,6 +33,7 @@ def _db_files(directory: Path) -> list[str]:
     return sorted(p.name for p in directory.iterdir())
 
 
+@pytest.mark.both_backends
 async def test_differential_sync_skips_unchanged_and_reembeds_only_changed_chunks(
     ws: Path, make_manager: ManagerFactory
 ) -> None:
@@ -60,6 +61,7 @@ async def test_differential_sync_skips_unchanged_and_reembeds_only_changed_chunk
     assert status.index == "fresh"
 
 
+@pytest.mark.both_backends
 async def test_same_content_new_mtime_is_not_reembedded(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     emb = ConceptEmbedder()
@@ -74,6 +76,7 @@ async def test_same_content_new_mtime_is_not_reembedded(ws: Path, make_manager: 
     assert emb.texts_embedded == before
 
 
+@pytest.mark.both_backends
 async def test_renamed_file_is_served_from_the_embedding_cache(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     emb = ConceptEmbedder()
@@ -92,6 +95,7 @@ async def test_renamed_file_is_served_from_the_embedding_cache(ws: Path, make_ma
     assert "memory/2026-02-01.md" in paths and "memory/2026-01-06.md" not in paths
 
 
+@pytest.mark.both_backends
 async def test_deleted_file_rows_are_removed(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(ConceptEmbedder())
@@ -157,6 +161,7 @@ async def test_failed_full_reindex_leaves_the_old_index_intact(
     assert r.full and (await m2.status()).index == "fresh"
 
 
+@pytest.mark.both_backends
 async def test_concurrent_syncs_share_one_run(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     emb = ConceptEmbedder(delay_s=0.05)
@@ -190,6 +195,7 @@ async def test_corrupt_index_file_is_moved_aside_and_rebuilt(
     assert status.index == "fresh"
 
 
+@pytest.mark.both_backends
 async def test_embedding_failure_indexes_without_vectors_then_backfills(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     emb = ConceptEmbedder(fail=True)
@@ -209,6 +215,7 @@ async def test_embedding_failure_indexes_without_vectors_then_backfills(ws: Path
     assert (await m.search("espresso")).mode == "hybrid"
 
 
+@pytest.mark.both_backends
 async def test_wrong_dimensions_are_an_embedding_error(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(ConceptEmbedder(wrong_dims=True))
@@ -217,6 +224,7 @@ async def test_wrong_dimensions_are_an_embedding_error(ws: Path, make_manager: M
     assert (await m.status()).chunks_with_vectors == 0
 
 
+@pytest.mark.both_backends
 async def test_no_provider_still_indexes_for_keywords(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(None)
@@ -228,6 +236,7 @@ async def test_no_provider_still_indexes_for_keywords(ws: Path, make_manager: Ma
     assert resp.results[0].path == "MEMORY.md"
 
 
+@pytest.mark.both_backends
 async def test_binary_huge_and_symlinked_files_are_left_out(
     ws: Path, make_manager: ManagerFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -287,6 +296,7 @@ async def test_index_without_sqlite_vec_uses_blob_vectors(ws: Path, make_manager
     assert resp.mode == "hybrid" and resp.results[0].path == "MEMORY.md"
 
 
+@pytest.mark.both_backends
 async def test_sync_of_known_paths_looks_only_at_them(ws: Path, make_manager: ManagerFactory, tmp_path: Path) -> None:
     _write(ws)
     sub = ws / "memory" / "projects"
@@ -318,6 +328,7 @@ async def test_sync_of_known_paths_looks_only_at_them(ws: Path, make_manager: Ma
     assert full.files_indexed == 1 and (await m.status()).files == 4
 
 
+@pytest.mark.both_backends
 async def test_a_change_of_unknown_place_forces_a_full_scan(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(ConceptEmbedder())
@@ -340,7 +351,7 @@ async def test_the_stdlib_sqlite3_binding_works_too(
     m = make_manager(ConceptEmbedder())
     await m.sync()
     status = await m.status()
-    assert status.sqlite.startswith("sqlite3 ") and "BLOB" in status.vector_backend
+    assert status.engine.startswith("sqlite3 ") and "BLOB" in status.vector_backend
     resp = await m.search("which computer serves the proxy")
     assert resp.mode == "hybrid" and resp.results[0].path == "MEMORY.md"
     assert (await m.search("NEAR(x *")).mode == "hybrid"
@@ -394,6 +405,7 @@ async def test_other_database_errors_are_not_mistaken_for_damage(
     assert (await m.status()).index == "stale"
 
 
+@pytest.mark.both_backends
 async def test_searches_keep_working_during_a_rebuild(
     ws: Path, make_manager: ManagerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -401,13 +413,15 @@ async def test_searches_keep_working_during_a_rebuild(
     emb = ConceptEmbedder()
     m = make_manager(emb)
     await m.sync()
-    real_seed = MemoryStore.seed_cache_from
+    from homarus.memory.index import Indexer
 
-    def slow_seed(self: MemoryStore, other: Path) -> int:
-        time.sleep(0.3)  # in the rebuild's worker thread: searches run meanwhile
-        return real_seed(self, other)
+    real_fill = Indexer.sync
 
-    monkeypatch.setattr(MemoryStore, "seed_cache_from", slow_seed)
+    async def slow_fill(self: Indexer, *args: Any, **kwargs: Any) -> None:
+        await asyncio.sleep(0.3)  # the rebuild takes its time: searches run meanwhile
+        await real_fill(self, *args, **kwargs)
+
+    monkeypatch.setattr(Indexer, "sync", slow_fill)
     emb.delay_s = 0.02
     rebuild = asyncio.ensure_future(m.sync(force=True))
     seen = []

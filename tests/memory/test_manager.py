@@ -38,6 +38,7 @@ def _write(ws: Path) -> None:
     (ws / "memory" / "people.md").write_text("Ana is the designer.\n")
 
 
+@pytest.mark.both_backends
 @pytest.mark.parametrize("provider", [True, False])
 async def test_fts_syntax_in_queries_never_errors(ws: Path, make_manager: ManagerFactory, provider: bool) -> None:
     _write(ws)
@@ -50,6 +51,7 @@ async def test_fts_syntax_in_queries_never_errors(ws: Path, make_manager: Manage
     assert resp.results and resp.results[0].path == "MEMORY.md"
 
 
+@pytest.mark.both_backends
 async def test_empty_query_says_so(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(ConceptEmbedder())
@@ -58,6 +60,7 @@ async def test_empty_query_says_so(ws: Path, make_manager: ManagerFactory) -> No
     assert resp.results == () and resp.reason == "empty query"
 
 
+@pytest.mark.both_backends
 async def test_provider_failure_at_query_time_degrades_to_keywords(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     emb = ConceptEmbedder()
@@ -82,6 +85,7 @@ async def test_slow_provider_times_out_into_keywords(ws: Path, make_manager: Man
     assert resp.results[0].path == "MEMORY.md"
 
 
+@pytest.mark.both_backends
 async def test_results_carry_span_snippet_and_citation(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(ConceptEmbedder())
@@ -96,6 +100,7 @@ async def test_results_carry_span_snippet_and_citation(ws: Path, make_manager: M
     assert d["results"][0]["startLine"] == 1 and d["index"] == "fresh" and d["provider"] == "test"
 
 
+@pytest.mark.both_backends
 async def test_max_results_and_min_score_are_applied(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(ConceptEmbedder())
@@ -105,6 +110,7 @@ async def test_max_results_and_min_score_are_applied(ws: Path, make_manager: Man
     assert len((await m.search("espresso", max_results=10_000, min_score=-3)).results) == 3
 
 
+@pytest.mark.both_backends
 async def test_index_state_is_reported_honestly(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(ConceptEmbedder(), {"sync": {"onSearch": False}})
@@ -117,6 +123,7 @@ async def test_index_state_is_reported_honestly(ws: Path, make_manager: ManagerF
     assert (await m.search("espresso")).index == "stale"
 
 
+@pytest.mark.both_backends
 async def test_search_on_a_dirty_index_syncs_in_the_background(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(ConceptEmbedder(delay_s=0.05))
@@ -130,6 +137,7 @@ async def test_search_on_a_dirty_index_syncs_in_the_background(ws: Path, make_ma
     assert any(r.path == "memory/coffee.md" for r in (await m.search("grinder")).results)
 
 
+@pytest.mark.both_backends
 async def test_status_reports_the_index(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(ConceptEmbedder())
@@ -141,7 +149,7 @@ async def test_status_reports_the_index(ws: Path, make_manager: ManagerFactory) 
     assert (s.provider, s.model, s.dims) == ("test", "concept-hash-v1", 128)
     assert s.index == "fresh" and not s.dirty and s.last_sync is not None
     d = s.to_dict()
-    assert d["lastSync"]["filesIndexed"] == 3 and "sqlite" in d
+    assert d["lastSync"]["filesIndexed"] == 3 and d["engine"] and d["shared"] is (d["dbPath"].startswith("postgresql:"))
 
 
 # -- read() confinement ---------------------------------------------------------------------
@@ -241,6 +249,7 @@ async def test_from_config_builds_a_working_manager(ws: Path, tmp_path: Path) ->
         await m.aclose()
 
 
+@pytest.mark.both_backends
 async def test_a_large_vector_matrix_is_reloaded_in_the_background(
     ws: Path, make_manager: ManagerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -260,6 +269,7 @@ async def test_a_large_vector_matrix_is_reloaded_in_the_background(
         raise AssertionError("the matrix was not reloaded")
 
 
+@pytest.mark.both_backends
 async def test_wrong_query_dimensions_degrade_to_keywords(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     emb = ConceptEmbedder()
@@ -271,6 +281,7 @@ async def test_wrong_query_dimensions_degrade_to_keywords(ws: Path, make_manager
     assert resp.results[0].path == "MEMORY.md"
 
 
+@pytest.mark.both_backends
 async def test_index_of_another_size_degrades_to_keywords(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     m = make_manager(ConceptEmbedder(dims=64))
@@ -283,6 +294,7 @@ async def test_index_of_another_size_degrades_to_keywords(ws: Path, make_manager
     assert resp.results and (await m2.status()).index == "stale"
 
 
+@pytest.mark.both_backends
 async def test_hybrid_disabled_searches_vectors_only(ws: Path, make_manager: ManagerFactory) -> None:
     _write(ws)
     emb = ConceptEmbedder()

@@ -2,20 +2,25 @@
 
 Works without a gateway (a running gateway's watcher sees the same files; SQLite in WAL mode lets
 both read, and a sync is one transaction). ``index --force`` rebuilds into a temp file and swaps
-it in atomically.
+it in atomically. With ``storage.backend: postgres`` it works on the index the gateways share,
+taking the index's lock as a gateway's sync does.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from homarus.config.paths import StatePaths
+    from homarus.config.schema import HomarusConfig
     from homarus.memory.manager import MemoryManager
+    from homarus.storage.blocking import BlockingDatabase
 
 __all__ = ["add_memory_parser", "run_memory"]
 
@@ -37,16 +42,21 @@ def add_memory_parser(p: argparse.ArgumentParser) -> None:
             sp.add_argument("--max-results", type=int, default=None)
 
 
-def _manager(paths: StatePaths, agent: str | None) -> tuple[MemoryManager, Any]:
+def _manager(
+    cfg: HomarusConfig, paths: StatePaths, agent: str | None, db: BlockingDatabase | None
+) -> tuple[MemoryManager, Any]:
     from homarus.agents.setup import workspace_dir
-    from homarus.config.loader import load_config
     from homarus.memory.chain import build_embedding_provider
     from homarus.memory.manager import MemoryManager, embedding_settings
 
-    cfg = load_config(paths).config
     agent_id = agent or cfg.agents.default_id
     memory = cfg.agents.defaults.memory_search
     provider, reason = build_embedding_provider(embedding_settings(memory), dict(os.environ))
+    index = None
+    if db is not None:  # the index the gateways of the cluster share
+        from homarus.memory.pg_index import PgIndex
+
+        index = PgIndex(db, agent_id, use_vec=memory.store.vector.enabled)
     manager = MemoryManager.from_config(
         agent_id=agent_id,
         workspace=workspace_dir(agent_id, cfg, paths.state_dir),
@@ -54,12 +64,15 @@ def _manager(paths: StatePaths, agent: str | None) -> tuple[MemoryManager, Any]:
         config=memory,
         provider=provider,
         provider_reason=reason,
+        index=index,
     )
     return manager, provider
 
 
-async def _run(args: argparse.Namespace, paths: StatePaths) -> dict[str, Any]:
-    manager, provider = _manager(paths, args.agent)
+async def _run(
+    args: argparse.Namespace, cfg: HomarusConfig, paths: StatePaths, db: BlockingDatabase | None
+) -> dict[str, Any]:
+    manager, provider = _manager(cfg, paths, args.agent, db)
     try:
         if args.memory_command == "index":
             print("indexing…", file=sys.stderr, flush=True)
@@ -77,13 +90,27 @@ async def _run(args: argparse.Namespace, paths: StatePaths) -> dict[str, Any]:
             await provider.aclose()
 
 
+@contextlib.contextmanager
+def _database(cfg: HomarusConfig) -> Iterator[BlockingDatabase | None]:
+    if cfg.storage.backend != "postgres":
+        yield None
+        return
+    from homarus.cli.storage_cmd import postgres_database
+
+    with postgres_database(cfg) as db:
+        yield db
+
+
 def run_memory(args: argparse.Namespace, paths: StatePaths) -> int:
     import asyncio  # not at module level: the parser is built at `homarus --help` time
 
+    from homarus.config.loader import load_config
     from homarus.errors import HomarusError
 
     try:
-        out = asyncio.run(_run(args, paths))
+        cfg = load_config(paths).config
+        with _database(cfg) as db:
+            out = asyncio.run(_run(args, cfg, paths, db))
     except HomarusError as exc:
         print(f"homarus: {exc.message}", file=sys.stderr)
         return 1

@@ -87,6 +87,22 @@ def _copy_cron(cfg: HomarusConfig, paths: StatePaths, db: BlockingDatabase, *, d
     return len(jobs), len(copied), entries
 
 
+def _copy_memory(
+    cfg: HomarusConfig, paths: StatePaths, db: BlockingDatabase, *, dry_run: bool
+) -> dict[str, tuple[int, int]]:
+    """Each agent's embedding cache: {agent: (vectors found, added)} for agents with an index file."""
+    from homarus.memory.manager import resolve_db_path
+    from homarus.memory.pg_store import import_embedding_cache
+
+    memory = cfg.agents.defaults.memory_search
+    out: dict[str, tuple[int, int]] = {}
+    for agent_id in cfg.agents.ids:
+        path = resolve_db_path(memory, paths.state_dir, agent_id)
+        if path.is_file():
+            out[agent_id] = import_embedding_cache(db.connection, agent_id, path, dry_run=dry_run)
+    return out
+
+
 def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
     from homarus.channels.pg_db import import_channels
     from homarus.cli.client import fail
@@ -103,6 +119,7 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             runs, unfinished, runs_added = import_runs(target.db, paths.state_dir / "runs.sqlite", dry_run=args.dry_run)
             cron = _copy_cron(cfg, paths, target.db, dry_run=args.dry_run)
             channels = import_channels(target.db, paths.state_dir / "channels.sqlite", dry_run=args.dry_run)
+            memory = _copy_memory(cfg, paths, target.db, dry_run=args.dry_run)
     except HomarusError as exc:
         return fail(f"cannot migrate: {exc.message}")
     if args.json:
@@ -112,14 +129,15 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             "runs": {"found": runs, "unfinished": unfinished, "added": runs_added},
             "cron": {"jobs": cron[0], "added": cron[1], "history": cron[2]},
             "channels": {table: {"found": n, "added": added} for table, (n, added) in channels.items()},
+            "memory": {agent: {"vectors": n, "added": added} for agent, (n, added) in memory.items()},
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     verb = "would copy" if args.dry_run else "copied"
-    if not report and not runs and not cron[0] and not channels:
+    if not report and not runs and not cron[0] and not channels and not memory:
         print(
             f"nothing to copy: no sessions under {paths.state_dir / 'agents'}, no run journal, no cron jobs, "
-            "no channel store"
+            "no channel store, no memory index"
         )
     for a in report:
         line = f"agent {a.agent_id}: {a.sessions} session(s), {a.transcripts} transcript(s) ({a.archived} set aside), "
@@ -150,7 +168,13 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
         if not args.dry_run:
             line += f"; {verb} {sum(added for _, added in channels.values())} row(s)"
         print(line)
-    if not args.dry_run and (report or runs or cron[0] or channels):
+    for agent_id, (n, added) in memory.items():
+        line = f"memory of agent {agent_id}: {n} cached vector(s)"
+        if not args.dry_run:
+            line += f"; {verb} {added} (the first sync builds the shared index from the memory files without"
+            line += " embedding them again)"
+        print(line)
+    if not args.dry_run and (report or runs or cron[0] or channels or memory):
         print(
             "the embedded files are left as they were; set storage.backend to postgres and restart the "
             "gateway (stop it before migrating: what it writes meanwhile is not copied)"

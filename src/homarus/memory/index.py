@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from homarus.memory.backend import IndexStore
 from homarus.memory.chunking import Chunk, ChunkingParams, chunk_markdown, split_for_input_limit
 from homarus.memory.embedding import EmbeddingError, EmbeddingProvider
 from homarus.memory.sources import SourceFile, classify_paths, list_memory_files
-from homarus.memory.store import FileRow, MemoryStore, NewChunk, encode_vector
+from homarus.memory.store import FileRow, NewChunk, encode_vector
 
 __all__ = ["FTS_ONLY_MODEL", "Indexer", "SourceFile", "SyncReport", "chunk_id", "timed_report"]
 
@@ -100,7 +101,7 @@ def chunk_id(source: str, path: str, start: int, end: int, chunk_hash: str, mode
 
 
 class Indexer:
-    """Indexes memory files into one :class:`MemoryStore` with one provider (or none)."""
+    """Indexes memory files into one index store (``backend.IndexStore``) with one provider (or none)."""
 
     def __init__(
         self,
@@ -158,7 +159,7 @@ class Indexer:
             return f"vector size changed ({meta.get('vectorDims')} → {dims})"
         return None
 
-    async def sync(self, store: MemoryStore, report: SyncReport, only: Sequence[str] | None = None) -> None:
+    async def sync(self, store: IndexStore, report: SyncReport, only: Sequence[str] | None = None) -> None:
         """Bring ``store`` up to date with the files on disk (or with just the ``only`` paths)."""
         self._vectors_failed = None
         todo, gone = await asyncio.to_thread(self._plan, store, report, only)
@@ -182,9 +183,7 @@ class Indexer:
             await asyncio.to_thread(store.cache_prune, self.cache_max_entries)
         report.embedding_error = self._vectors_failed
 
-    def _plan(
-        self, store: MemoryStore, report: SyncReport, only: Sequence[str] | None
-    ) -> tuple[list[_Todo], list[str]]:
+    def _plan(self, store: IndexStore, report: SyncReport, only: Sequence[str] | None) -> tuple[list[_Todo], list[str]]:
         """What may have changed, and what is gone (one thread hop).
 
         Without ``only`` every memory file is listed and stat-ed; with it (paths the watcher saw
@@ -210,7 +209,7 @@ class Indexer:
         return todo, gone
 
     def _read_group(
-        self, store: MemoryStore, todo: Sequence[_Todo], report: SyncReport
+        self, store: IndexStore, todo: Sequence[_Todo], report: SyncReport
     ) -> list[tuple[FileRow, list[Chunk], dict[str, tuple[bytes, int]]]]:
         """Read, hash and chunk a group of files; unchanged content only gets its new stat recorded."""
         out: list[tuple[FileRow, list[Chunk], dict[str, tuple[bytes, int]]]] = []
@@ -248,7 +247,7 @@ class Indexer:
         return out
 
     async def _group_vectors(
-        self, store: MemoryStore, group: Sequence[tuple[FileRow, list[Chunk], dict[str, tuple[bytes, int]]]],
+        self, store: IndexStore, group: Sequence[tuple[FileRow, list[Chunk], dict[str, tuple[bytes, int]]]],
         report: SyncReport,
     ) -> dict[str, tuple[bytes, int]]:  # fmt: skip
         """Vectors for every chunk of the group: kept ones, then the cache, then the provider."""
@@ -283,7 +282,7 @@ class Indexer:
         ]
 
     async def _embed(
-        self, store: MemoryStore, texts: dict[str, str], report: SyncReport
+        self, store: IndexStore, texts: dict[str, str], report: SyncReport
     ) -> dict[str, tuple[bytes, int]]:
         """Embed ``{hash: text}`` in bounded batches; on failure return what was done so far."""
         out: dict[str, tuple[bytes, int]] = {}
@@ -321,7 +320,7 @@ class Indexer:
                 raise EmbeddingError(f"provider returned a {len(v)}-dimensional vector, expected {want}")
         return vectors
 
-    async def _backfill(self, store: MemoryStore, report: SyncReport) -> None:
+    async def _backfill(self, store: IndexStore, report: SyncReport) -> None:
         """Give vectors to chunks stored without one (an earlier provider failure)."""
         if self.provider is None or self._vectors_failed:
             return

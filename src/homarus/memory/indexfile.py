@@ -20,10 +20,11 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-from homarus.memory.sqlite import DB_ERRORS
+from homarus.memory.backend import IndexStore, Matrix, Stamp
+from homarus.memory.sqlite import DB_ERRORS, binding
 from homarus.memory.store import MemoryStore
 
 __all__ = ["IndexFile", "is_corruption", "remove_db_files"]
@@ -63,8 +64,36 @@ class IndexFile:
         #: bumped (under the swap lock) whenever another file takes the index's place: chunk ids
         #: read before and after refer to different chunks
         self.epoch = 0
+        self.location = str(path)
+        self.shared = False
+        self.engine = f"{binding().name} {binding().sqlite_version}"
+        #: one sync writes at a time (the manager already runs one; this keeps the promise local)
+        self._write_lock = asyncio.Lock()
 
-    async def ensure_open(self) -> tuple[MemoryStore, MemoryStore]:
+    async def ensure_open(self) -> MemoryStore:
+        return (await self._ensure_both())[1]
+
+    @contextlib.asynccontextmanager
+    async def writing(self) -> AsyncIterator[MemoryStore]:
+        async with self._write_lock:
+            writer, _ = await self._ensure_both()
+            yield writer
+
+    def is_corruption(self, exc: BaseException) -> bool:
+        return is_corruption(exc)
+
+    def load_matrix(self, model: str) -> tuple[Stamp | None, Matrix]:
+        # its own connection: searches keep reading meanwhile
+        store = MemoryStore.open(self.path, use_vec=False)
+        try:
+            return None, store.vector_matrix(model)
+        finally:
+            store.close()
+
+    def persisted_in(self, vec_loaded: bool) -> str:
+        return "sqlite-vec" if vec_loaded else "BLOB column"
+
+    async def _ensure_both(self) -> tuple[MemoryStore, MemoryStore]:
         if self.writer is None or self.reader is None:
             async with self._open_lock:
                 if self.writer is None or self.reader is None:
@@ -110,7 +139,7 @@ class IndexFile:
 
         await asyncio.to_thread(swap)
 
-    async def rebuild(self, fill: Callable[[MemoryStore], Awaitable[None]], *, seed_cache: bool) -> None:
+    async def rebuild(self, fill: Callable[[IndexStore], Awaitable[None]], *, seed_cache: bool) -> None:
         """Run ``fill`` on a fresh temp file, then swap it in (or delete it if ``fill`` fails)."""
         tmp = self.path.with_name(f"{self.path.name}.tmp-{uuid.uuid4().hex[:12]}")
         new = await asyncio.to_thread(MemoryStore.open, tmp, use_vec=self.use_vec)

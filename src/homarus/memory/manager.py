@@ -31,16 +31,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from homarus.config.memory import MemorySearchConfig
+from homarus.memory.backend import Index, IndexStore
 from homarus.memory.chunking import ChunkingParams
 from homarus.memory.embedding import EmbeddingProvider, EmbeddingSettings
 from homarus.memory.index import Indexer, SyncReport, timed_report
-from homarus.memory.indexfile import IndexFile, is_corruption
+from homarus.memory.indexfile import IndexFile
 from homarus.memory.reader import ReadResult, read_memory_file
 from homarus.memory.results import MemoryStatus, SearchResponse, SearchResult
 from homarus.memory.retrieval import Retriever, VectorBackend
 from homarus.memory.search import apply_decay, citation, fuse, mmr, snippet
-from homarus.memory.sqlite import binding
-from homarus.memory.store import MemoryStore
 
 if TYPE_CHECKING:
     from homarus.memory.watch import MemoryWatcher
@@ -90,6 +89,7 @@ class MemoryManager:
         vector_backend: VectorBackend = "auto",
         query_timeout_s: float = QUERY_EMBED_TIMEOUT_S,
         clock: Callable[[], float] = time.time,
+        index: Index | None = None,
     ) -> None:
         self.agent_id = agent_id
         self.workspace = Path(os.path.abspath(workspace))
@@ -109,7 +109,8 @@ class MemoryManager:
             cache_enabled=config.cache.enabled,
             cache_max_entries=config.cache.max_entries,
         )
-        self.file = IndexFile(db_path, use_vec=config.store.vector.enabled, clock=clock)
+        #: the index: this agent's SQLite file unless one shared by a cluster is given
+        self.file: Index = index or IndexFile(db_path, use_vec=config.store.vector.enabled, clock=clock)
         self._inflight: asyncio.Future[SyncReport] | None = None
         self._background: set[asyncio.Task[Any]] = set()
         self.retriever = Retriever(self.file, model=self.indexer.model, backend=vector_backend)
@@ -133,8 +134,10 @@ class MemoryManager:
         config: MemorySearchConfig,
         provider: EmbeddingProvider | None,
         provider_reason: str | None = None,
+        index: Index | None = None,
     ) -> MemoryManager:
         return cls(
+            index=index,
             agent_id=agent_id,
             workspace=workspace,
             db_path=resolve_db_path(config, state_dir, agent_id),
@@ -144,7 +147,7 @@ class MemoryManager:
         )
 
     # -- lifecycle ------------------------------------------------------------------------
-    async def _ensure_open(self) -> tuple[MemoryStore, MemoryStore]:
+    async def _ensure_open(self) -> IndexStore:
         if self._closed:
             raise RuntimeError("memory manager is closed")
         return await self.file.ensure_open()
@@ -237,7 +240,7 @@ class MemoryManager:
         try:
             return await self._run_sync_once(force, reason)
         except Exception as exc:
-            if not is_corruption(exc):
+            if not self.file.is_corruption(exc):
                 raise
             # the file went bad under us: set it aside, then rebuild from the memory files
             await self.file.recover(exc)
@@ -245,20 +248,24 @@ class MemoryManager:
             return await self._run_sync_once(True, reason)
 
     async def _run_sync_once(self, force: bool, reason: str) -> SyncReport:
-        writer, _ = await self._ensure_open()
+        await self._ensure_open()
         self._dirty = False  # a change arriving while this runs sets it again
         only = sorted(self._pending_paths) if self._pending_paths and not self._scan_all else None
         self._pending_paths, self._scan_all = set(), False
-        meta = await asyncio.to_thread(writer.index_meta)
-        why = "forced" if force else self.indexer.needs_full(meta)
-        report = timed_report(reason, full=why is not None)
+        report = timed_report(reason, full=False)
         t0 = time.perf_counter()
         try:
-            if why is not None:
-                log.info("memory %s: full reindex (%s)", self.agent_id, why)
-                await self._full_reindex(report)
-            else:
-                await self.indexer.sync(writer, report, only)
+            # one writer at a time, across gateways when the index is shared: a sync waiting here
+            # for another gateway's finds its work done and only looks
+            async with self.file.writing() as writer:
+                meta = await asyncio.to_thread(writer.index_meta)
+                why = "forced" if force else self.indexer.needs_full(meta)
+                report.full = why is not None
+                if why is not None:
+                    log.info("memory %s: full reindex (%s)", self.agent_id, why)
+                    await self._full_reindex(report)
+                else:
+                    await self.indexer.sync(writer, report, only)
         except BaseException as exc:
             self._dirty = self._scan_all = True
             report.error = f"{type(exc).__name__}: {exc}"
@@ -273,7 +280,7 @@ class MemoryManager:
         return report
 
     async def _full_reindex(self, report: SyncReport) -> None:
-        async def fill(new: MemoryStore) -> None:
+        async def fill(new: IndexStore) -> None:
             await self.indexer.sync(new, report)
 
         await self.file.rebuild(fill, seed_cache=self.config.cache.enabled)
@@ -395,7 +402,7 @@ class MemoryManager:
         rebuild = self.indexer.needs_full(meta)
         return MemoryStatus(
             agent_id=self.agent_id,
-            db_path=str(self.db_path),
+            db_path=self.file.location,
             files=files,
             chunks=chunks,
             chunks_with_vectors=vectors,
@@ -404,7 +411,8 @@ class MemoryManager:
             dims=self.provider.dims if self.provider else None,
             provider_reason=self.provider_reason,
             vector_backend=self._backend_name(vec_loaded),
-            sqlite=f"{binding().name} {binding().sqlite_version}",
+            engine=self.file.engine,
+            shared=self.file.shared,
             dirty=self._dirty,
             index=state if rebuild is None or state == "syncing" else "stale",
             index_reason=why if rebuild is None or state == "syncing" else f"full reindex needed: {rebuild}",
@@ -419,8 +427,8 @@ class MemoryManager:
     def _backend_name(self, vec_loaded: bool) -> str:
         if self.provider is None:
             return "none (fts-only)"
-        persisted = "sqlite-vec" if vec_loaded else "BLOB column"
-        searched = "sqlite-vec" if self.vector_backend == "sqlite-vec" and vec_loaded else "in-memory matrix"
+        persisted = self.file.persisted_in(vec_loaded)
+        searched = persisted if self.vector_backend == "sqlite-vec" and vec_loaded else "in-memory matrix"
         return f"{searched} (vectors persisted in {persisted})"
 
     # -- files ----------------------------------------------------------------------------

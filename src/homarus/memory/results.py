@@ -83,7 +83,10 @@ class MemoryStatus:
     dims: int | None
     provider_reason: str | None
     vector_backend: str
-    sqlite: str
+    #: what holds the index: "pysqlite3 3.46.0" for the file, "PostgreSQL 15.8" when shared
+    engine: str
+    #: every gateway of a cluster reads and writes this index
+    shared: bool
     dirty: bool
     index: Literal["fresh", "syncing", "stale"]
     index_reason: str | None
@@ -107,7 +110,8 @@ class MemoryStatus:
             "dims": self.dims,
             "providerReason": self.provider_reason,
             "vectorBackend": self.vector_backend,
-            "sqlite": self.sqlite,
+            "engine": self.engine,
+            "shared": self.shared,
             "dirty": self.dirty,
             "index": self.index,
             "indexReason": self.index_reason,

@@ -6,11 +6,15 @@ backend is asked for. Measured on this project's machines the matrix beat sqlite
 brute-force KNN at every size (bench/RESULTS.md), and its cost is 4 bytes per dimension and chunk
 (150 MB at 100k chunks of 384 dimensions).
 
-The matrix is tagged with the index file's *epoch* (bumped under the swap lock by every full
-rebuild: chunk ids of another file mean other chunks) and the *generation* of the last sync it reflects. Chunk ids are
-never reused within a file, so a matrix one sync behind is still correct, only missing the newest
-chunks: small matrices are reloaded by the next search, large ones in the background while
-searches use the previous one (the newest chunks are found by keyword meanwhile).
+The matrix is tagged with the index's *stamp*: the *epoch* (bumped by every full rebuild: chunk
+ids of another index mean other chunks) and the *generation* it reflects. For a SQLite file the
+epoch is bumped under the swap lock and the generation counts this process's syncs; an index
+shared by several gateways (PostgreSQL) says its stamp itself, read with each search, so a sync
+on another gateway is seen by the next search here. Chunk ids are never reused, so a matrix one
+sync behind is still correct, only missing the newest chunks (and holding some deleted ones,
+which find no row and are dropped): small matrices are reloaded by the next search, large ones in
+the background while searches use the previous one (the newest chunks are found by keyword
+meanwhile).
 
 Every method here runs in a worker thread under the index file's swap lock, so a search never
 reads a connection that a rebuild is closing.
@@ -24,10 +28,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from homarus.memory.indexfile import IndexFile
-from homarus.memory.search import Candidate, bm25_score, fts_query
+from homarus.memory.backend import Index, IndexStore, Stamp
+from homarus.memory.search import Candidate, bm25_score, query_terms
 from homarus.memory.sqlite import DB_ERRORS
-from homarus.memory.store import MemoryStore, encode_vector
+from homarus.memory.store import encode_vector
 from homarus.tasks import cancel_and_wait
 
 if TYPE_CHECKING:
@@ -62,11 +66,14 @@ def _log_failure(task: asyncio.Future[None]) -> None:
 
 
 class Retriever:
-    def __init__(self, file: IndexFile, *, model: str, backend: VectorBackend = "auto") -> None:
+    def __init__(self, file: Index, *, model: str, backend: VectorBackend = "auto") -> None:
         self.file = file
         self.model = model
         self.backend = backend
+        #: syncs of this process (the stamp of an index nobody else writes)
         self._generation = 0
+        #: the stamp the last search saw
+        self._seen: Stamp = (0, 0)
         self._matrix: _Matrix | None = None
         self._refresh: asyncio.Future[None] | None = None
         self._closed = False
@@ -74,20 +81,27 @@ class Retriever:
     def synced(self) -> None:
         """A sync changed the index: newer vectors exist."""
         self._generation += 1
+        if not self.file.shared:
+            self._seen = (self.file.epoch, self._generation)
         self.refresh_soon()
 
     def rebuilt(self) -> None:
-        """A new index file replaced the old one (``file.epoch`` changed): drop the old matrix."""
+        """A new index replaced the old one (its epoch changed): drop the old matrix."""
         self._matrix = None
 
     @property
     def behind(self) -> bool:
-        return self._matrix is not None and self._matrix.generation != self._generation
+        m = self._matrix
+        return m is not None and (m.epoch, m.generation) != self._seen
 
     async def aclose(self) -> None:
         self._closed = True
         await cancel_and_wait(self._refresh)  # closing: a failed reload does not matter any more
         self._matrix = None
+
+    def _stamp(self, reader: IndexStore) -> Stamp:
+        shared = reader.stamp() if self.file.shared else None
+        return shared if shared is not None else (self.file.epoch, self._generation)
 
     def gather(
         self, q: str, vector: list[float] | None, mode: str, cand: int, warnings: list[str]
@@ -101,21 +115,22 @@ class Retriever:
             if reader is None:
                 warnings.append("index is being reopened")
                 return [], None
+            stamp = self._seen = self._stamp(reader) if vector is not None else self._seen
             vec_hits: list[tuple[int, float]] = []
             vector_error: str | None = None
-            # a loaded matrix needs no DB connection: scan it on another thread while FTS5 runs
-            ready = self._ready_matrix() if vector is not None else None
+            # a loaded matrix needs no DB connection: scan it on another thread while the keyword search runs
+            ready = self._ready_matrix(stamp) if vector is not None else None
             scan = _scanner().submit(_matrix_hits, ready, vector, cand) if ready is not None and vector else None
             if vector is not None and scan is None:
                 try:
-                    vec_hits = self._vector_hits(reader, vector, cand)
+                    vec_hits = self._vector_hits(reader, vector, cand, stamp)
                 except _VECTOR_ERRORS as exc:
                     vector_error = f"vector search failed: {exc}"
             text_hits: list[tuple[int, float]] = []
-            expression = fts_query(q)
-            if expression is not None and (mode != "vector" or vector_error):
+            terms = query_terms(q)
+            if terms and (mode != "vector" or vector_error):
                 try:
-                    text_hits = reader.fts(expression, cand)
+                    text_hits = reader.fts(terms, cand)
                 except DB_ERRORS as exc:
                     warnings.append(f"keyword search failed: {exc}")
             if scan is not None:
@@ -133,7 +148,7 @@ class Retriever:
                     extras={"bm25": max(0.0, -rank)},
                 )  # fmt: skip
         for seq, score in vec_hits:
-            if seq not in rows:
+            if seq not in rows:  # deleted since the matrix was loaded
                 continue
             if seq not in by_seq:
                 r = rows[seq]
@@ -141,18 +156,18 @@ class Retriever:
             by_seq[seq].vector_score = score
         return list(by_seq.values()), vector_error
 
-    def _ready_matrix(self) -> _Matrix | None:
+    def _ready_matrix(self, stamp: Stamp) -> _Matrix | None:
         """The loaded matrix when a search may use it as is (else the sequential path decides)."""
         m = self._matrix
-        if self.backend == "sqlite-vec" or m is None or m.epoch != self.file.epoch or len(m.seqs) == 0:
+        if self.backend == "sqlite-vec" or m is None or m.epoch != stamp[0] or len(m.seqs) == 0:
             return None
         if len(m.seqs) > MATRIX_MAX_ROWS:
             return None
-        if m.generation != self._generation and len(m.seqs) < BACKGROUND_RELOAD_ROWS:
+        if m.generation != stamp[1] and len(m.seqs) < BACKGROUND_RELOAD_ROWS:
             return None  # small and stale: the sequential path reloads it first
         return m
 
-    def _vector_hits(self, reader: MemoryStore, vector: list[float], k: int) -> list[tuple[int, float]]:
+    def _vector_hits(self, reader: IndexStore, vector: list[float], k: int, stamp: Stamp) -> list[tuple[int, float]]:
         use_vec = self.backend == "sqlite-vec" and reader.vec_available
         if self.backend == "auto" and reader.vec_available:
             _, _, n_vectors = reader.counts() if self._matrix is None else (0, 0, len(self._matrix.seqs))
@@ -160,10 +175,10 @@ class Retriever:
         if use_vec:
             return reader.vec_knn(encode_vector(vector), k)
         m = self._matrix
-        stale = m is not None and m.generation != self._generation and len(m.seqs) < BACKGROUND_RELOAD_ROWS
-        if m is None or m.epoch != self.file.epoch or stale:
+        stale = m is not None and m.generation != stamp[1] and len(m.seqs) < BACKGROUND_RELOAD_ROWS
+        if m is None or m.epoch != stamp[0] or stale:
             seqs, rows = reader.vector_matrix(self.model)
-            m = self._matrix = _Matrix(self.file.epoch, self._generation, seqs, rows)
+            m = self._matrix = _Matrix(stamp[0], stamp[1], seqs, rows)
         # a large matrix one sync behind is used while it reloads: new chunks are found by keyword meanwhile
         return _matrix_hits(m, vector, k)
 
@@ -176,19 +191,17 @@ class Retriever:
             return  # cheap enough to reload in the next search itself
         if self._refresh is not None and not self._refresh.done():
             return
-        self._refresh = asyncio.ensure_future(asyncio.to_thread(self._load_matrix, self.file.epoch, self._generation))
+        self._refresh = asyncio.ensure_future(asyncio.to_thread(self._load_matrix, self._seen))
         self._refresh.add_done_callback(_log_failure)
 
-    def _load_matrix(self, epoch: int, generation: int) -> None:
-        # its own connection: searches keep reading meanwhile
-        store = MemoryStore.open(self.file.path, use_vec=False)
-        try:
-            seqs, rows = store.vector_matrix(self.model)
-        finally:
-            store.close()
+    def _load_matrix(self, seen: Stamp) -> None:
+        shared, (seqs, rows) = self.file.load_matrix(self.model)
+        stamp = shared if shared is not None else seen
         current = self._matrix
-        if epoch == self.file.epoch and (current is None or (current.epoch, current.generation) < (epoch, generation)):
-            self._matrix = _Matrix(epoch, generation, seqs, rows)
+        # a local index swapped meanwhile makes what was read meaningless; a shared one says what it read
+        valid = shared is not None or stamp[0] == self.file.epoch
+        if valid and (current is None or (current.epoch, current.generation) < stamp):
+            self._matrix = _Matrix(stamp[0], stamp[1], seqs, rows)
 
 
 _pool: ThreadPoolExecutor | None = None

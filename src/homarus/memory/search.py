@@ -36,12 +36,14 @@ __all__ = [
     "citation",
     "dated_file_age_days",
     "decay_multiplier",
+    "fts_expression",
     "fts_query",
     "fuse",
     "jaccard",
     "mmr",
     "query_terms",
     "snippet",
+    "words",
 ]
 
 SNIPPET_MAX_CHARS = 700
@@ -79,17 +81,25 @@ class Candidate:
 
 
 # -- keyword side -----------------------------------------------------------------------------
+def words(text: str) -> list[str]:
+    """Lowercase word tokens as search sees them (an index without FTS5 stores these)."""
+    return [t for t in (w.lower()[:MAX_TERM_CHARS] for w in _WORD.findall(text)) if t.strip("_")]
+
+
 def query_terms(query: str) -> list[str]:
     """Distinct lowercase word tokens, stop words dropped unless they are all there is."""
-    tokens = [t.lower()[:MAX_TERM_CHARS] for t in _WORD.findall(query)]
-    tokens = [t for t in tokens if t.strip("_")]
+    tokens = words(query)
     content = [t for t in tokens if t not in STOP_WORDS]
     return list(dict.fromkeys(content or tokens))[:MAX_QUERY_TERMS]
 
 
 def fts_query(query: str) -> str | None:
     """A safe FTS5 expression (quoted terms OR-ed), or None when the query has no words."""
-    terms = query_terms(query)
+    return fts_expression(query_terms(query))
+
+
+def fts_expression(terms: Sequence[str]) -> str | None:
+    """``query_terms`` as an FTS5 expression, or None for no terms."""
     if not terms:
         return None
     # \w+ never contains '"', so quoting cannot be broken out of; NEAR/AND/* become plain terms

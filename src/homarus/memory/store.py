@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from homarus.memory.schema import ensure_vec_table, migrate, read_index_meta, write_index_meta
+from homarus.memory.search import fts_expression
 from homarus.memory.sqlite import connect
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-__all__ = ["ChunkRow", "FileRow", "MemoryStore", "NewChunk", "decode_vector", "encode_vector"]
+__all__ = ["ChunkRow", "FileRow", "MemoryStore", "NewChunk", "decode_vector", "encode_vector", "matrix_of"]
 
 _BIG_ENDIAN = sys.byteorder == "big"
 #: SQLite's default limit on host parameters is 32766; stay well below it
@@ -82,6 +83,20 @@ class ChunkRow:
     text: str
 
 
+def matrix_of(rows: Sequence[Sequence[Any]]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """(seq, float32 BLOB, dims) rows as (seqs, N x d matrix); rows of another size are skipped."""
+    import numpy as np
+
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
+    # one model per index means one size; should a stray row differ, the majority wins
+    dims = Counter(int(r[2]) for r in rows).most_common(1)[0][0]
+    kept = [r for r in rows if int(r[2]) == dims]
+    seqs = np.fromiter((int(r[0]) for r in kept), dtype=np.int64, count=len(kept))
+    matrix = np.frombuffer(b"".join(bytes(r[1]) for r in kept), dtype="<f4").reshape(len(kept), dims)
+    return seqs, matrix.astype(np.float32, copy=False)
+
+
 class MemoryStore:
     def __init__(self, conn: sqlite3.Connection, path: Path, vec_available: bool) -> None:
         self.conn = conn
@@ -105,6 +120,10 @@ class MemoryStore:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+
+    def stamp(self) -> None:
+        """Nobody else writes this file: its stamp is counted by the retriever (``backend.Index``)."""
+        return None
 
     # -- meta -------------------------------------------------------------------------------
     def index_meta(self) -> dict[str, Any] | None:
@@ -312,8 +331,12 @@ class MemoryStore:
         return int(after) - int(before)
 
     # -- search -----------------------------------------------------------------------------
-    def fts(self, expression: str, limit: int) -> list[tuple[int, float]]:
-        """(seq, bm25 rank) best first; FTS5 ranks are negative, lower is better."""
+    def fts(self, terms: Sequence[str], limit: int) -> list[tuple[int, float]]:
+        """(seq, bm25 rank) best first for chunks holding any of ``terms`` (from ``query_terms``);
+        FTS5 ranks are negative, lower is better."""
+        expression = fts_expression(terms)
+        if expression is None:
+            return []
         with self.lock:
             rows = self.conn.execute(
                 "SELECT rowid, rank FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY rank LIMIT ?",
@@ -336,20 +359,11 @@ class MemoryStore:
 
     def vector_matrix(self, model: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Every vector of ``model`` as (seqs, N x d matrix); rows of another size are skipped."""
-        import numpy as np
-
         with self.lock:
             rows = self.conn.execute(
                 "SELECT seq, embedding, dims FROM chunks WHERE model = ? AND embedding IS NOT NULL", (model,)
             ).fetchall()
-        if not rows:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, 0), dtype=np.float32)
-        # one model per index means one size; should a stray row differ, the majority wins
-        dims = Counter(int(r[2]) for r in rows).most_common(1)[0][0]
-        kept = [r for r in rows if int(r[2]) == dims]
-        seqs = np.fromiter((int(r[0]) for r in kept), dtype=np.int64, count=len(kept))
-        matrix = np.frombuffer(b"".join(bytes(r[1]) for r in kept), dtype="<f4").reshape(len(kept), dims)
-        return seqs, matrix.astype(np.float32, copy=False)
+        return matrix_of(rows)
 
     def vec_knn(self, query: bytes, k: int) -> list[tuple[int, float]]:
         """(seq, cosine similarity) from ``chunks_vec``; empty when there is no vec table."""

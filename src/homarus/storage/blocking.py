@@ -72,15 +72,21 @@ class BlockingDatabase:
     def connection(self) -> Iterator[Connection[Any]]:
         """A connection of the pool (autocommit: open ``conn.transaction()`` for atomic work); a
         lost or refused one is :class:`StorageUnavailable`."""
-        import psycopg
-        from psycopg_pool import PoolTimeout
-
         if self.away:
             raise StorageUnavailable(f"PostgreSQL at {self.where} is unavailable (retrying in the background)")
         pool = self._opened()
+        with self.errors(), pool.connection() as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def errors(self) -> Iterator[None]:
+        """A lost or refused connection met inside as :class:`StorageUnavailable` (for code that
+        holds one connection across calls, as a lock's owner does)."""
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
         try:
-            with pool.connection() as conn:
-                yield conn
+            yield
         except (psycopg.OperationalError, PoolTimeout) as exc:
             reason = scrub(str(exc), self.url)
             raise StorageUnavailable(f"PostgreSQL at {self.where} is unavailable: {reason}") from None

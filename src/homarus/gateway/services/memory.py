@@ -1,11 +1,11 @@
 """Memory at the gateway: one :class:`MemoryManager` per agent, made on first use.
 
 At gateway start the default agent's memory is indexed in the background when its workspace has
-memory files; otherwise the manager (SQLite file, the embedding provider chain, the ``watchfiles``
-watcher) is created the first time a run needs memory that exists
-(:mod:`homarus.gateway.services.memory_access`). The local embedding model loads on the first
-embedding. ``agents.defaults.memorySearch.enabled: false`` gives no manager, and the memory tools
-then say memory is disabled.
+memory files; otherwise the manager (SQLite file, or the cluster's PostgreSQL tables when the
+gateway is one of several; the embedding provider chain, the ``watchfiles`` watcher) is created
+the first time a run needs memory that exists (:mod:`homarus.gateway.services.memory_access`).
+The local embedding model loads on the first embedding. ``agents.defaults.memorySearch.enabled:
+false`` gives no manager, and the memory tools then say memory is disabled.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from homarus.config.paths import StatePaths
     from homarus.config.schema import HomarusConfig
+    from homarus.storage.cluster import Cluster
 
 __all__ = ["MemoryHost", "MemoryHub"]
 
@@ -36,6 +37,9 @@ class MemoryHost(Protocol):
     def config(self) -> HomarusConfig: ...
 
     paths: StatePaths
+
+    @property
+    def cluster(self) -> Cluster | None: ...
 
     def workspace_dir(self, agent_id: str) -> Path: ...
 
@@ -59,7 +63,14 @@ class MemoryHub:
                 self._providers.append(provider)
             else:
                 log.info("memory for agent %s: keyword search only (%s)", agent_id, reason)
+            index = None
+            cluster = self.gateway.cluster
+            if cluster is not None:  # every gateway searches, and one at a time writes, one index
+                from homarus.memory.pg_index import PgIndex
+
+                index = PgIndex(cluster.blocking, agent_id, use_vec=cfg.store.vector.enabled)
             manager = MemoryManager.from_config(
+                index=index,
                 agent_id=agent_id,
                 workspace=self.gateway.workspace_dir(agent_id),
                 state_dir=self.gateway.paths.state_dir,
