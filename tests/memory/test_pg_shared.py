@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from homarus.storage.blocking import BlockingDatabase
 from homarus.storage.database import StorageUnavailable
 from homarus.storage.migrations import migrate_at
 from tests.memory.embedders import ConceptEmbedder
+from tests.pg_cluster import pg_cluster
 
 Gateway = Callable[..., MemoryManager]
 
@@ -266,3 +268,43 @@ async def test_pgvector_searches_the_vector_column(ws: Path, gateway: Gateway, u
     finally:
         await m.aclose()
         await asyncio.to_thread(db.close)
+
+
+async def test_the_database_away_fails_searches_fast_and_retryably_then_they_recover(ws: Path, tmp_path: Path) -> None:
+    _write(ws)
+    with pg_cluster() as own:  # a server of its own: stopped here
+        url = own.create_database("memory_outage")
+        await migrate_at(url)
+        db = BlockingDatabase(url, max_size=2, timeout_s=2.0)
+        m = MemoryManager(
+            agent_id="main", workspace=ws, db_path=Path("unused"), config=MemorySearchConfig(),
+            provider=ConceptEmbedder(), index=PgIndex(db, "main", use_vec=False),
+        )  # fmt: skip
+        try:
+            await m.sync()
+            assert (await m.search("espresso")).results
+            own.stop("immediate")
+            started = time.monotonic()
+            with pytest.raises(StorageUnavailable) as caught:
+                await m.search("espresso")
+            assert time.monotonic() - started < 10
+            assert caught.value.retryable and own.password not in caught.value.message
+            (ws / "memory" / "2026-11-29.md").write_text("The cellar holds the backups.\n")
+            with pytest.raises(StorageUnavailable):
+                await m.sync()
+            assert m._index_state()[0] == "stale"
+            own.start()
+            for _ in range(50):  # the pool reconnects by itself
+                try:
+                    found = await m.search("espresso")
+                    break
+                except StorageUnavailable:
+                    await asyncio.sleep(0.2)
+            else:
+                raise AssertionError("searches did not recover")
+            assert found.results[0].path == "MEMORY.md"
+            await m.sync()  # nothing was lost: the change made meanwhile is indexed now
+            assert (await m.search("where are the backups")).results[0].path == "memory/2026-11-29.md"
+        finally:
+            await m.aclose()
+            await asyncio.to_thread(db.close)

@@ -132,7 +132,10 @@ class PgIndex:
         stack = contextlib.ExitStack()
         conn = stack.enter_context(self.db.connection())
         try:
-            row = conn.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.agent_id)).fetchone()
+            with self.db.errors():
+                row = conn.execute(
+                    "SELECT pg_try_advisory_lock(%s, hashtext(%s))", (LOCK_CLASS, self.agent_id)
+                ).fetchone()
         except BaseException:
             stack.close()
             raise
