@@ -16,6 +16,7 @@ from homarus.channels.model import InboundMessage
 from homarus.channels.pairing import PairingStore
 from homarus.memory.store import MemoryStore, encode_vector
 from homarus.queue.journal import RunJournal
+from homarus.security.exec_approvals_file import ExecApprovalsFile, ExecPolicySettings, approvals_path, save
 from homarus.sessions.manager import SessionManager
 from tests.conftest import TEST_TOKEN, run_gateway
 from tests.gateway_process import free_port, run_cli, scrubbed_env, write_config
@@ -55,6 +56,8 @@ def _embedded_state(state: Path) -> dict[str, str]:
         _cron_job(state)
         _channel_store(state)
         _memory_index(state)
+        approvals = ExecApprovalsFile(ExecPolicySettings("allowlist", "on-miss", "deny"), ("/usr/bin/ls",), {})
+        save(approvals_path(state), approvals)
         torn = mgr.sessions_dir("main") / f"{chat_ref.entry.session_id}.jsonl"
         with open(torn, "ab") as f:
             f.write(b'{"type":"message","mess')  # a crash in the middle of a line
@@ -137,6 +140,7 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
         "pairing_allow": 1,
     }
     assert json.loads(dry.stdout)["memory"] == {"main": {"vectors": 3, "added": 0}}
+    assert json.loads(dry.stdout)["execApprovals"] == {"patterns": 1, "added": False}
 
     done = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres")
     assert done.returncode == 0, done.stderr
@@ -153,7 +157,8 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
         "channel store: inbound 1, cursors 1, outbox 0, pairing_requests 1, pairing_allow 1; copied 4 row(s)"
     )
     assert lines[5].startswith("memory of agent main: 3 cached vector(s); copied 3 (the first sync builds")
-    assert "the embedded files are left as they were" in lines[6]
+    assert lines[6] == "exec approvals: 1 allow-always pattern(s); copied"
+    assert "the embedded files are left as they were" in lines[7]
     assert (state / "agents" / "main" / "sessions" / f"{ids['main']}.jsonl").exists()
 
     again = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres", "--json")
@@ -163,6 +168,7 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert json.loads(again.stdout)["cron"] == {"jobs": 1, "added": 0, "history": 0}
     assert {c["added"] for c in json.loads(again.stdout)["channels"].values()} == {0}
     assert json.loads(again.stdout)["memory"] == {"main": {"vectors": 3, "added": 0}}
+    assert json.loads(again.stdout)["execApprovals"] == {"patterns": 1, "added": False}
 
     _config(state, pg_url, backend="postgres")
     (state / "agents").rename(tmp_path / "moved-away")  # what follows can only come from the database

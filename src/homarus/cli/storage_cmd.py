@@ -103,6 +103,21 @@ def _copy_memory(
     return out
 
 
+def _copy_exec_approvals(paths: StatePaths, db: BlockingDatabase, *, dry_run: bool) -> tuple[int, bool]:
+    """The host's exec approvals file: (allow-always patterns in it, or -1 without a file; copied).
+    A cluster that has its approvals already keeps them."""
+    from homarus.security.exec_approvals_file import approvals_path, load
+    from homarus.security.pg_exec_approvals import PgExecApprovals
+
+    path = approvals_path(paths.state_dir)
+    if not path.exists():
+        return -1, False
+    approvals = load(path)  # an unsafe or malformed file stops the move, as it stops exec
+    if dry_run:
+        return len(approvals.patterns), False
+    return len(approvals.patterns), PgExecApprovals(db).import_document(approvals)
+
+
 def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
     from homarus.channels.pg_db import import_channels
     from homarus.cli.client import fail
@@ -120,6 +135,7 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             cron = _copy_cron(cfg, paths, target.db, dry_run=args.dry_run)
             channels = import_channels(target.db, paths.state_dir / "channels.sqlite", dry_run=args.dry_run)
             memory = _copy_memory(cfg, paths, target.db, dry_run=args.dry_run)
+            approvals = _copy_exec_approvals(paths, target.db, dry_run=args.dry_run)
     except HomarusError as exc:
         return fail(f"cannot migrate: {exc.message}")
     if args.json:
@@ -130,14 +146,15 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             "cron": {"jobs": cron[0], "added": cron[1], "history": cron[2]},
             "channels": {table: {"found": n, "added": added} for table, (n, added) in channels.items()},
             "memory": {agent: {"vectors": n, "added": added} for agent, (n, added) in memory.items()},
+            "execApprovals": None if approvals[0] < 0 else {"patterns": approvals[0], "added": approvals[1]},
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     verb = "would copy" if args.dry_run else "copied"
-    if not report and not runs and not cron[0] and not channels and not memory:
+    if not report and not runs and not cron[0] and not channels and not memory and approvals[0] < 0:
         print(
             f"nothing to copy: no sessions under {paths.state_dir / 'agents'}, no run journal, no cron jobs, "
-            "no channel store, no memory index"
+            "no channel store, no memory index, no exec approvals file"
         )
     for a in report:
         line = f"agent {a.agent_id}: {a.sessions} session(s), {a.transcripts} transcript(s) ({a.archived} set aside), "
@@ -174,7 +191,12 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             line += f"; {verb} {added} (the first sync builds the shared index from the memory files without"
             line += " embedding them again)"
         print(line)
-    if not args.dry_run and (report or runs or cron[0] or channels or memory):
+    if approvals[0] >= 0:
+        line = f"exec approvals: {approvals[0]} allow-always pattern(s)"
+        if not args.dry_run:
+            line += f"; {verb}" if approvals[1] else "; the cluster has its own already (kept, not copied)"
+        print(line)
+    if not args.dry_run and (report or runs or cron[0] or channels or memory or approvals[0] >= 0):
         print(
             "the embedded files are left as they were; set storage.backend to postgres and restart the "
             "gateway (stop it before migrating: what it writes meanwhile is not copied)"

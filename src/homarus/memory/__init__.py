@@ -1,4 +1,5 @@
-"""Long-term memory: Markdown files indexed into SQLite (FTS5 + sqlite-vec) and searched hybrid.
+"""Long-term memory: Markdown files indexed into SQLite (FTS5 + sqlite-vec), or into PostgreSQL
+when several gateways share one (``backend``), and searched hybrid.
 
 This package file stays import-free: :func:`has_memory_files` lets the gateway decide whether
 memory is worth loading at all.

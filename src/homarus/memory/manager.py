@@ -1,7 +1,8 @@
 """One agent's memory: keeping its index in step with the files, searching it, reading files.
 
-The index file (:class:`~homarus.memory.indexfile.IndexFile`) has a writer connection used by
-sync and a reader used by searches. One sync runs at a time: a concurrent ``sync()`` joins the one
+The index (:class:`~homarus.memory.backend.Index`: the agent's SQLite file, or the cluster's
+PostgreSQL tables) has a writer used by sync and a reader used by searches. One sync runs at a
+time (across the gateways of a cluster, too): a concurrent ``sync()`` joins the one
 in flight, a forced one waits for it and then rebuilds. Syncs are triggered by the caller
 (``sync()``), by a session starting (``warm_session``, once per session key), by a search that
 finds the index dirty (in the background: that search answers from the current index and says

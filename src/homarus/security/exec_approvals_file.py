@@ -20,7 +20,7 @@ import stat
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal, Protocol, cast
 
 from homarus.errors import ConfigError
 from homarus.fs import atomic_write
@@ -29,14 +29,18 @@ from homarus.locking import file_lock
 __all__ = [
     "FILE_NAME",
     "STRICT_POLICY",
+    "ApprovalsSource",
     "ExecApprovalsFile",
     "ExecPolicySettings",
+    "FileApprovals",
     "UnsafeApprovalsFile",
     "add_patterns",
     "approvals_path",
     "effective_policy",
     "load",
+    "parse",
     "save",
+    "with_patterns",
 ]
 
 Security = Literal["deny", "allowlist", "full"]
@@ -190,20 +194,63 @@ def save(path: Path, approvals: ExecApprovalsFile) -> None:
         _write(path, approvals)
 
 
+def with_patterns(current: ExecApprovalsFile, patterns: list[str], now_ms: int | None = None) -> ExecApprovalsFile:
+    """``current`` with allow-always ``patterns`` added (the oldest dropped past ``MAX_PATTERNS``)."""
+    stamp = now_ms if now_ms is not None else int(time.time() * 1000)
+    merged = list(current.patterns)
+    added = dict(current.added_at_ms)
+    for pattern in patterns:
+        if pattern and pattern not in added:
+            merged.append(pattern)
+            added[pattern] = stamp
+    while len(merged) > MAX_PATTERNS:
+        added.pop(merged.pop(0), None)
+    return replace(current, patterns=tuple(merged), added_at_ms=added)
+
+
 def add_patterns(path: Path, patterns: list[str], *, now_ms: int | None = None) -> ExecApprovalsFile:
     """Persist allow-always ``patterns`` (read-modify-write under the lock); returns the new file."""
     _prepare_dir(path)
-    stamp = now_ms if now_ms is not None else int(time.time() * 1000)
     with file_lock(path):
-        current = load(path)
-        merged = list(current.patterns)
-        added = dict(current.added_at_ms)
-        for pattern in patterns:
-            if pattern and pattern not in added:
-                merged.append(pattern)
-                added[pattern] = stamp
-        while len(merged) > MAX_PATTERNS:
-            added.pop(merged.pop(0), None)
-        updated = replace(current, patterns=tuple(merged), added_at_ms=added)
+        updated = with_patterns(load(path), patterns, now_ms)
         _write(path, updated)
     return updated
+
+
+class ApprovalsSource(Protocol):
+    """Where the host's approvals live: this file, or the row every gateway of a cluster shares
+    (``pg_exec_approvals``). Blocking: callers off the event loop."""
+
+    #: where, for ``exec.approvals.get`` (never a secret)
+    location: str
+
+    def load(self) -> ExecApprovalsFile: ...
+    def add_patterns(self, patterns: list[str], *, now_ms: int | None = None) -> ExecApprovalsFile: ...
+
+    def raw(self) -> bytes | None:
+        """The stored document as it is (None: there is none, the defaults apply)."""
+        ...
+
+
+class FileApprovals:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.location = str(path)
+
+    def load(self) -> ExecApprovalsFile:
+        return load(self.path)
+
+    def add_patterns(self, patterns: list[str], *, now_ms: int | None = None) -> ExecApprovalsFile:
+        return add_patterns(self.path, patterns, now_ms=now_ms)
+
+    def raw(self) -> bytes | None:
+        self.load()  # the same refusals as a read (symlinks, hard links, malformed)
+        try:
+            return self.path.read_bytes()
+        except FileNotFoundError:
+            return None
+
+
+def parse(raw: bytes, where: str) -> ExecApprovalsFile:
+    """A stored approvals document (the file's JSON) read and checked; ``where`` names it in errors."""
+    return _parse(raw, Path(where))

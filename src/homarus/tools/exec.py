@@ -24,6 +24,7 @@ proxies, ...) are refused from the model and dropped from hook results.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Mapping
@@ -229,7 +230,8 @@ async def _exec(
         extra = check_env(env)
     except InvalidRequest as exc:
         return ToolResult.text(exc.message, is_error=True, details={"status": "invalid"})
-    plan = plan_exec(command, policy, cwd)
+    # off the loop: it reads the host's approvals (a file, or the cluster's database) and stats paths
+    plan = await asyncio.to_thread(plan_exec, command, policy, cwd)
     approval: dict[str, Any] = {}
     if plan.action == "ask":
         plan, approval = await _approve(ctx, policy, plan, cwd, extra)

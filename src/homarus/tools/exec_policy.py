@@ -27,7 +27,13 @@ from typing import Literal
 
 from homarus.errors import HomarusError
 from homarus.security.exec_analysis import Analysis, analyze, decide, decide_fallback
-from homarus.security.exec_approvals_file import STRICT_POLICY, ExecPolicySettings, effective_policy, load
+from homarus.security.exec_approvals_file import (
+    STRICT_POLICY,
+    ApprovalsSource,
+    ExecPolicySettings,
+    effective_policy,
+    load,
+)
 
 __all__ = ["DEFAULT_PATH", "Ask", "ExecPlan", "ExecPolicy", "Security", "fallback_plan", "plan_exec"]
 
@@ -62,8 +68,8 @@ class ExecPolicy:
     safe_bins: bool = True
     #: how long an approval request waits for an operator
     approval_timeout_ms: int = 1_800_000
-    #: the host's approvals file; None = config only
-    approvals_file: Path | None = None
+    #: the host's approvals (a file's path, or the cluster's shared row); None = config only
+    approvals_file: Path | ApprovalsSource | None = None
     #: the commands run on the gateway host (False: they are confined by the sandbox backend)
     host: bool = True
 
@@ -93,7 +99,8 @@ def _settings(policy: ExecPolicy) -> tuple[ExecPolicySettings, tuple[str, ...]]:
     if policy.approvals_file is None:
         return configured, ()
     try:
-        file = load(policy.approvals_file)
+        source = policy.approvals_file
+        file = load(source) if isinstance(source, Path) else source.load()
     except HomarusError as exc:
         log.error("exec approvals file cannot be trusted (%s): using deny/always/deny", exc.message)
         return STRICT_POLICY, ()

@@ -169,15 +169,21 @@ async def approval_resolve(call: MethodCall, p: ExecResolveParams) -> dict[str, 
 
 
 async def approvals_get(call: MethodCall, p: Params) -> dict[str, Any]:
-    """``exec.approvals.get``: the approvals file in the original's shape (Homarus keeps one
-    allowlist for every agent: it is shown under the ``*`` agent)."""
+    """``exec.approvals.get``: the host's approvals in the original's shape (Homarus keeps one
+    allowlist for every agent: it is shown under the ``*`` agent); on a cluster, the shared row."""
+    import asyncio
     import hashlib
 
-    from homarus.security import exec_approvals_file as approvals
+    from homarus.gateway.services.exec import approvals_source
+    from homarus.security.exec_approvals_file import ExecApprovalsFile
 
-    path = approvals.approvals_path(call.gateway.paths.state_dir)
-    exists = path.exists()
-    current = approvals.load(path) if exists else approvals.ExecApprovalsFile()
+    source = approvals_source(call.gateway.paths.state_dir, call.gateway.cluster)
+
+    def read() -> tuple[bytes | None, ExecApprovalsFile]:
+        raw = source.raw()
+        return raw, (source.load() if raw is not None else ExecApprovalsFile())
+
+    raw, current = await asyncio.to_thread(read)
     policy = current.policy
     defaults: dict[str, Any] = {"security": policy.security, "ask": policy.ask, "askFallback": policy.ask_fallback}
     file: dict[str, Any] = {
@@ -187,12 +193,11 @@ async def approvals_get(call: MethodCall, p: Params) -> dict[str, Any]:
         if current.patterns
         else {},
     }
-    raw = path.read_bytes() if exists else b""
     return {
-        "path": str(path),
-        "exists": exists,
+        "path": source.location,
+        "exists": raw is not None,
         "file": file,
-        "hash": hashlib.sha256(raw).hexdigest(),
+        "hash": hashlib.sha256(raw or b"").hexdigest(),
         "resolvedDefaults": {**defaults, "autoAllowSkills": False},
     }
 

@@ -146,9 +146,9 @@ def plugins(gw: GatewayContext) -> PluginRegistry:
 
 
 def exec_host(gw: GatewayContext) -> tuple[Any, HostBackend]:
-    from homarus.gateway.services.exec import build_exec
+    from homarus.gateway.services.exec import approvals_source, build_exec
 
-    return build_exec(gw.config, gw.paths.state_dir)
+    return build_exec(gw.config, gw.paths.state_dir, approvals_source(gw.paths.state_dir, gw.cluster))
 
 
 def sandboxes(gw: GatewayContext) -> SandboxSessions:
@@ -208,9 +208,10 @@ def plugin_approvals(gw: GatewayContext) -> ApprovalManager:
 
 
 def exec_approvals(gw: GatewayContext) -> ExecApprovals:
+    from homarus.gateway.services.exec import approvals_source
     from homarus.gateway.services.exec_approvals import ExecApprovals
 
-    manager = ExecApprovals(gw)
+    manager = ExecApprovals(gw, approvals_source(gw.paths.state_dir, gw.cluster))
     if gw.built("channels"):  # a chat owner is a way to reach an operator
         manager.routes.append(gw.channels)
     return manager

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from homarus.security.exec_approvals_file import approvals_path
+from homarus.security.exec_approvals_file import ApprovalsSource, FileApprovals, approvals_path
 from homarus.tools.exec_policy import ExecPolicy
 from homarus.tools.process import HostBackend
 
@@ -13,11 +13,23 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from homarus.config.schema import HomarusConfig
+    from homarus.storage.cluster import Cluster
 
-__all__ = ["build_exec"]
+__all__ = ["approvals_source", "build_exec"]
 
 
-def build_exec(cfg: HomarusConfig, state_dir: Path) -> tuple[ExecPolicy, HostBackend]:
+def approvals_source(state_dir: Path, cluster: Cluster | None) -> ApprovalsSource:
+    """The host's exec approvals: the state dir's file, or the row every gateway of a cluster shares."""
+    if cluster is not None:
+        from homarus.security.pg_exec_approvals import PgExecApprovals
+
+        return PgExecApprovals(cluster.blocking)
+    return FileApprovals(approvals_path(state_dir))
+
+
+def build_exec(
+    cfg: HomarusConfig, state_dir: Path, approvals: ApprovalsSource | None = None
+) -> tuple[ExecPolicy, HostBackend]:
     ex = cfg.tools.exec
     policy = ExecPolicy(
         security=ex.security,
@@ -30,6 +42,6 @@ def build_exec(cfg: HomarusConfig, state_dir: Path) -> tuple[ExecPolicy, HostBac
         ask_fallback=ex.ask_fallback,
         safe_bins=ex.safe_bins,
         approval_timeout_ms=ex.approval_timeout_seconds * 1000,
-        approvals_file=approvals_path(state_dir),
+        approvals_file=approvals if approvals is not None else approvals_path(state_dir),
     )
     return policy, HostBackend(max_output_bytes=ex.max_output_bytes, max_background=ex.max_background)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from homarus.errors import Forbidden, NotFound
 from homarus.security.approvals import ApprovalManager, ApprovalOutcome, ApprovalRecord, Decision
-from homarus.security.exec_approvals_file import add_patterns, approvals_path
+from homarus.security.exec_approvals_file import ApprovalsSource, FileApprovals, approvals_path
 from homarus.security.scopes import APPROVALS, scope_allows
 
 if TYPE_CHECKING:
@@ -144,9 +144,10 @@ class ExecApprovalsHost(Protocol):
 class ExecApprovals(ApprovalManager):
     """The ``exec`` approval manager, which also remembers who asked for each approval."""
 
-    def __init__(self, gateway: ExecApprovalsHost) -> None:
+    def __init__(self, gateway: ExecApprovalsHost, source: ApprovalsSource | None = None) -> None:
         self.gateway = gateway
-        self.file_path = approvals_path(gateway.paths.state_dir)
+        #: where allow-always patterns go: the state dir's file, or the cluster's row
+        self.source = source or FileApprovals(approvals_path(gateway.paths.state_dir))
         #: approval id -> (connection id, client id, client instance id) of the requester
         self._requesters: dict[str, tuple[str, str | None, str | None]] = {}
         #: other ways to reach an operator (a chat owner): ``can_route(payload)`` and ``notify(record)``
@@ -165,7 +166,9 @@ class ExecApprovals(ApprovalManager):
         patterns = record.request.get("allowAlwaysPatterns") or []
         if record.decision == "allow-always" and patterns:
             try:
-                add_patterns(self.file_path, list(patterns))
+                # written before the resolution is told, so the run's next command already sees
+                # it (one row update on a cluster: a human's decision is worth the wait on the loop)
+                self.source.add_patterns(list(patterns))
             except Exception:
                 log.exception("could not persist allow-always patterns for %s", record.id)
         self.gateway.bus.broadcast(EVENT_RESOLVED, resolved_event(record), guard=APPROVALS, cluster=True)
