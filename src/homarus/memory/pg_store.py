@@ -321,12 +321,17 @@ class PgMemoryStore:
         """(seq, cosine similarity) by pgvector; empty without it."""
         if not self._vec:
             return []
-        rows = self._rows(
-            "SELECT seq, 1 - (embedding_v <=> %(q)s::vector) FROM memory_chunks"  # noqa: S608
-            f" WHERE agent = %(agent)s AND gen = {self._g} AND embedding_v IS NOT NULL"
-            " ORDER BY embedding_v <=> %(q)s::vector LIMIT %(k)s",
-            q=vector_literal(query), k=k,
-        )  # fmt: skip
+        import psycopg
+
+        try:
+            rows = self._rows(
+                "SELECT seq, 1 - (embedding_v <=> %(q)s::vector) FROM memory_chunks"  # noqa: S608
+                f" WHERE agent = %(agent)s AND gen = {self._g} AND embedding_v IS NOT NULL"
+                " ORDER BY embedding_v <=> %(q)s::vector LIMIT %(k)s",
+                q=vector_literal(query), k=k,
+            )  # fmt: skip
+        except psycopg.DataError as exc:  # vectors of another size: the retriever falls back to keywords
+            raise ValueError(str(exc)) from None
         return [(int(r[0]), float(r[1])) for r in rows]
 
 
