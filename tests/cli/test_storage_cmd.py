@@ -16,6 +16,7 @@ from homarus.channels.model import InboundMessage
 from homarus.channels.pairing import PairingStore
 from homarus.memory.store import MemoryStore, encode_vector
 from homarus.queue.journal import RunJournal
+from homarus.security.devices import DeviceStore
 from homarus.security.exec_approvals_file import ExecApprovalsFile, ExecPolicySettings, approvals_path, save
 from homarus.sessions.manager import SessionManager
 from tests.conftest import TEST_TOKEN, run_gateway
@@ -58,6 +59,10 @@ def _embedded_state(state: Path) -> dict[str, str]:
         _memory_index(state)
         approvals = ExecApprovalsFile(ExecPolicySettings("allowlist", "on-miss", "deny"), ("/usr/bin/ls",), {})
         save(approvals_path(state), approvals)
+        devices = DeviceStore(state / "devices.sqlite")
+        devices.pair("phone-1", "key-1", "operator", ["operator.read"], {"displayName": "Ada's phone"}, "local")
+        devices.request("tablet-1", "key-2", "operator", [], {}, "203.0.113.7")
+        devices.close()
         torn = mgr.sessions_dir("main") / f"{chat_ref.entry.session_id}.jsonl"
         with open(torn, "ab") as f:
             f.write(b'{"type":"message","mess')  # a crash in the middle of a line
@@ -141,6 +146,11 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     }
     assert json.loads(dry.stdout)["memory"] == {"main": {"vectors": 3, "added": 0}}
     assert json.loads(dry.stdout)["execApprovals"] == {"patterns": 1, "added": False}
+    assert {t: c["found"] for t, c in json.loads(dry.stdout)["devices"].items()} == {
+        "paired": 1,
+        "pending": 1,
+        "tokens": 1,
+    }
 
     done = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres")
     assert done.returncode == 0, done.stderr
@@ -158,7 +168,8 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     )
     assert lines[5].startswith("memory of agent main: 3 cached vector(s); copied 3 (the first sync builds")
     assert lines[6] == "exec approvals: 1 allow-always pattern(s); copied"
-    assert "the embedded files are left as they were" in lines[7]
+    assert lines[7] == "paired devices: paired 1, pending 1, tokens 1; copied 3 row(s)"
+    assert "the embedded files are left as they were" in lines[8]
     assert (state / "agents" / "main" / "sessions" / f"{ids['main']}.jsonl").exists()
 
     again = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres", "--json")
@@ -169,6 +180,7 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert {c["added"] for c in json.loads(again.stdout)["channels"].values()} == {0}
     assert json.loads(again.stdout)["memory"] == {"main": {"vectors": 3, "added": 0}}
     assert json.loads(again.stdout)["execApprovals"] == {"patterns": 1, "added": False}
+    assert {c["added"] for c in json.loads(again.stdout)["devices"].values()} == {0}
 
     _config(state, pg_url, backend="postgres")
     (state / "agents").rename(tmp_path / "moved-away")  # what follows can only come from the database

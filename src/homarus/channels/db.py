@@ -15,30 +15,13 @@ in a cluster's PostgreSQL (``channels/pg_db.py``): their SQL keeps to what both 
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
-from homarus.fs import open_durable_sqlite
+from homarus.storage.statements import Rows, SqliteStatements, Tx
 
 __all__ = ["ChannelDb", "ChannelStore", "Rows", "Tx"]
-
-
-class Rows(Protocol):
-    """A statement's outcome: its rows and how many it changed."""
-
-    @property
-    def rowcount(self) -> int: ...
-    def fetchone(self) -> Any: ...
-    def fetchall(self) -> list[Any]: ...
-
-
-class Tx(Protocol):
-    def execute(self, sql: str, args: tuple[Any, ...] = (), /) -> Rows: ...
-    def executemany(self, sql: str, args: list[tuple[Any, ...]], /) -> object: ...
 
 
 class ChannelStore(Protocol):
@@ -117,25 +100,9 @@ CREATE TABLE IF NOT EXISTS pairing_allow (
 """
 
 
-class ChannelDb:
+class ChannelDb(SqliteStatements):
     def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = threading.RLock()
-        self._db = open_durable_sqlite(path)
-        self._db.executescript(_SCHEMA)
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            return self._db.execute(sql, args).fetchall()
-
-    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> int:
-        """One statement in its own transaction; the number of rows it changed."""
-        with self._lock:
-            return self._db.execute(sql, args).rowcount
+        super().__init__(path, _SCHEMA)
 
     def execute_unsynced(self, sql: str, args: tuple[Any, ...] = ()) -> int:
         """:meth:`execute` without waiting for the disk: the change survives a crash of this process
@@ -148,15 +115,3 @@ class ChannelDb:
                 return self._db.execute(sql, args).rowcount
             finally:
                 self._db.execute("PRAGMA synchronous=FULL")
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[Tx]:
-        """Several statements, all or none (``BEGIN IMMEDIATE``: no other writer in between)."""
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")

@@ -15,19 +15,12 @@ escaped for it); each call takes a pooled connection of the blocking pool.
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from homarus.channels.db import Rows, Tx
-from homarus.errors import ConfigError
+from homarus.storage.statements import PgStatements, import_tables
 
 if TYPE_CHECKING:
-    from psycopg import Connection
-
     from homarus.storage.blocking import BlockingDatabase
 
 __all__ = ["NOTICE_CHANNEL", "PgChannelDb", "import_channels"]
@@ -36,47 +29,9 @@ __all__ = ["NOTICE_CHANNEL", "PgChannelDb", "import_channels"]
 NOTICE_CHANNEL = "channels"
 
 
-@functools.lru_cache(maxsize=256)
-def _pg(sql: str) -> str:
-    return sql.replace("%", "%%").replace("?", "%s")
-
-
-class _Tx:
-    def __init__(self, conn: Connection[Any]) -> None:
-        self.conn = conn
-
-    def execute(self, sql: str, args: tuple[Any, ...] = (), /) -> Rows:
-        return self.conn.execute(_pg(sql), args)
-
-    def executemany(self, sql: str, args: list[tuple[Any, ...]], /) -> object:
-        with self.conn.cursor() as cur:
-            cur.executemany(_pg(sql), args)
-        return None
-
-
-class PgChannelDb:
-    def __init__(self, db: BlockingDatabase) -> None:
-        self.db = db
-        self.where = f"postgresql://{db.where}"
-
-    def close(self) -> None:
-        """Nothing to close: the pool belongs to the gateway's database."""
-
-    def query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-        with self.db.connection() as conn:
-            return conn.execute(_pg(sql), args).fetchall()
-
-    def execute(self, sql: str, args: tuple[Any, ...] = ()) -> int:
-        with self.db.connection() as conn:
-            return conn.execute(_pg(sql), args).rowcount
-
+class PgChannelDb(PgStatements):
     def execute_unsynced(self, sql: str, args: tuple[Any, ...] = ()) -> int:
         return self.execute(sql, args)
-
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[Tx]:
-        with self.db.connection() as conn, conn.transaction():
-            yield _Tx(conn)
 
 
 #: the tables and columns copied from an embedded ``channels.sqlite`` (ids are the database's own:
@@ -100,25 +55,4 @@ def import_channels(db: BlockingDatabase, path: Path, *, dry_run: bool = False) 
     """Copy an embedded ``channels.sqlite`` into the shared tables: table -> (rows found, rows
     added). A row the database has already (same message, piece key, cursor, sender) is kept as
     it is there, so a second run adds nothing."""
-    if not path.exists():
-        return {}
-    source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    try:
-        found = {
-            table: source.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY rowid").fetchall()  # noqa: S608
-            for table, cols in _COPIED.items()
-        }
-    except sqlite3.DatabaseError as exc:
-        raise ConfigError(f"{path} cannot be read ({exc})") from None
-    finally:
-        source.close()
-    report = {table: (len(rows), 0) for table, rows in found.items()}
-    if dry_run:
-        return report
-    with db.connection() as conn, conn.transaction():
-        for table, rows in found.items():
-            cols = _COPIED[table]
-            sql = f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join(['%s'] * len(cols))}) ON CONFLICT DO NOTHING"  # noqa: S608, E501
-            added = sum(conn.execute(sql, row).rowcount for row in rows)
-            report[table] = (len(rows), added)
-    return report
+    return import_tables(db, path, _COPIED, dry_run=dry_run)

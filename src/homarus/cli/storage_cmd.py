@@ -123,6 +123,7 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
     from homarus.cli.client import fail
     from homarus.config.loader import load_config
     from homarus.queue.pg_journal import import_runs
+    from homarus.security.devices import import_devices
     from homarus.sessions.transfer import copy_sessions
 
     if args.storage_command != "migrate":
@@ -136,6 +137,7 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             channels = import_channels(target.db, paths.state_dir / "channels.sqlite", dry_run=args.dry_run)
             memory = _copy_memory(cfg, paths, target.db, dry_run=args.dry_run)
             approvals = _copy_exec_approvals(paths, target.db, dry_run=args.dry_run)
+            devices = import_devices(target.db, paths.state_dir / "devices.sqlite", dry_run=args.dry_run)
     except HomarusError as exc:
         return fail(f"cannot migrate: {exc.message}")
     if args.json:
@@ -147,14 +149,15 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             "channels": {table: {"found": n, "added": added} for table, (n, added) in channels.items()},
             "memory": {agent: {"vectors": n, "added": added} for agent, (n, added) in memory.items()},
             "execApprovals": None if approvals[0] < 0 else {"patterns": approvals[0], "added": approvals[1]},
+            "devices": {table: {"found": n, "added": added} for table, (n, added) in devices.items()},
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     verb = "would copy" if args.dry_run else "copied"
-    if not report and not runs and not cron[0] and not channels and not memory and approvals[0] < 0:
+    if not report and not runs and not cron[0] and not channels and not memory and approvals[0] < 0 and not devices:
         print(
             f"nothing to copy: no sessions under {paths.state_dir / 'agents'}, no run journal, no cron jobs, "
-            "no channel store, no memory index, no exec approvals file"
+            "no channel store, no memory index, no exec approvals file, no paired devices"
         )
     for a in report:
         line = f"agent {a.agent_id}: {a.sessions} session(s), {a.transcripts} transcript(s) ({a.archived} set aside), "
@@ -196,7 +199,12 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
         if not args.dry_run:
             line += f"; {verb}" if approvals[1] else "; the cluster has its own already (kept, not copied)"
         print(line)
-    if not args.dry_run and (report or runs or cron[0] or channels or memory or approvals[0] >= 0):
+    if devices:
+        line = "paired devices: " + ", ".join(f"{table} {n}" for table, (n, _) in devices.items())
+        if not args.dry_run:
+            line += f"; {verb} {sum(added for _, added in devices.values())} row(s)"
+        print(line)
+    if not args.dry_run and (report or runs or cron[0] or channels or memory or approvals[0] >= 0 or devices):
         print(
             "the embedded files are left as they were; set storage.backend to postgres and restart the "
             "gateway (stop it before migrating: what it writes meanwhile is not copied)"

@@ -260,6 +260,15 @@ class Gateway(LazyServices, GatewayContext):
                 self.channels.manager.delivery.poke()
 
         cluster.notices.subscribe(CHANNEL_NOTICES, pieces_queued)
+        from homarus.gateway.methods.devices import close_device_sockets
+        from homarus.security.devices import NOTICE_CHANNEL as DEVICE_NOTICES
+
+        def device_changed(notice: dict[str, Any]) -> None:  # removed or re-keyed on another member
+            device_id = notice.get("close")
+            if isinstance(device_id, str) and device_id:
+                close_device_sockets(self, device_id, str(notice.get("reason") or "device changed"))
+
+        cluster.notices.subscribe(DEVICE_NOTICES, device_changed)
         cluster.relay.receive(relayed)
         self.bus.relay = lambda event, droppable: cluster.relay.send(event, droppable=droppable)
         cluster.start_messaging()

@@ -1,12 +1,13 @@
 """``device.pair.list|approve|reject|remove|rename`` and ``device.token.rotate|revoke``
 (operator.pairing, as the original's method scopes). Removing a device or revoking or rotating its
-token closes the device's open sockets at once (4001): what it could do ends with the answer."""
+token closes the device's open sockets at once (4001): what it could do ends with the answer; on a
+cluster the other gateways close theirs when the ``devices`` notice reaches them."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import Field
 
@@ -14,9 +15,13 @@ from homarus.errors import Forbidden, InvalidRequest, NotFound
 from homarus.gateway.router import MethodCall, Params
 from homarus.patterns import Pattern
 from homarus.protocol.limits import CloseCode
+from homarus.security.devices import NOTICE_CHANNEL
 from homarus.security.scopes import ADMIN, PAIRING
 
-__all__: list[str] = []
+if TYPE_CHECKING:
+    from homarus.gateway.context import GatewayContext
+
+__all__ = ["close_device_sockets"]
 
 _ID = Field(min_length=1, max_length=128)
 
@@ -38,22 +43,31 @@ class TokenParams(DeviceParams):
     role: Annotated[str, Pattern("^(operator|node)$")] = "operator"
 
 
-def _device_sockets(call: MethodCall) -> list[tuple[Any, str]]:
+def _device_sockets(gateway: GatewayContext) -> list[tuple[Any, str]]:
     """The open connections that belong to a paired device, with the device's id."""
     return [
         (conn, info.device_id)
-        for conn in list(call.gateway.connections.values())
+        for conn in list(gateway.connections.values())
         if (info := getattr(conn, "info", None)) is not None and info.device_id
     ]
 
 
-def _close_device(call: MethodCall, device_id: str, reason: str) -> int:
+def close_device_sockets(gateway: GatewayContext, device_id: str, reason: str) -> int:
+    """Close this gateway's sockets of ``device_id`` (4001); how many."""
     closed = 0
-    for conn, owner in _device_sockets(call):
+    for conn, owner in _device_sockets(gateway):
         if owner == device_id:
             conn.close(CloseCode.AUTH_CHANGED, reason)
             closed += 1
     return closed
+
+
+def _close_device(call: MethodCall, device_id: str, reason: str) -> int:
+    """Here at once; on a cluster, the other gateways close theirs when told (a ``devices`` notice)."""
+    cluster = call.gateway.cluster
+    if cluster is not None:
+        _ = call.gateway.spawn(cluster.notices.publish(NOTICE_CHANNEL, {"close": device_id, "reason": reason}))
+    return close_device_sockets(call.gateway, device_id, reason)
 
 
 def _resolved(call: MethodCall, request_id: str, device_id: str, decision: str) -> None:
@@ -65,7 +79,7 @@ async def pair_list(call: MethodCall, p: Params) -> dict[str, Any]:
     store = call.gateway.devices
     pending = await asyncio.to_thread(store.pending)
     paired = await asyncio.to_thread(store.paired)
-    online = {device_id for _, device_id in _device_sockets(call)}
+    online = {device_id for _, device_id in _device_sockets(call.gateway)}
     # each paired device says whether it has a socket open now (the original's Devices page shows
     # "offline" otherwise, the Control UI's own device included)
     listed = [d.to_json() | {"connected": d.device_id in online} for d in paired]

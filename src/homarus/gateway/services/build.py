@@ -218,8 +218,12 @@ def exec_approvals(gw: GatewayContext) -> ExecApprovals:
 
 
 def devices(gw: GatewayContext) -> DeviceStore:
-    from homarus.security.devices import DeviceStore
+    from homarus.security.devices import CLUSTER_LOCK, DeviceStore
 
+    if gw.cluster is not None:  # one set of paired devices for every gateway: a device connects to any
+        from homarus.storage.statements import PgStatements
+
+        return DeviceStore(store=PgStatements(gw.cluster.blocking, serialize=CLUSTER_LOCK))
     return DeviceStore(gw.paths.state_dir / "devices.sqlite")
 
 

@@ -9,11 +9,13 @@ device grants scopes only to a local, direct connection.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import parse_qs
 
 from homarus.gateway.ws.device_pairing import device_by_token, pair_or_request
@@ -32,6 +34,7 @@ __all__ = ["PROBE_MODE", "Admission"]
 PROBE_MODE = "probe"
 
 log = logging.getLogger("homarus.gateway")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +82,14 @@ class Admission:
         else:
             self._preauth.pop(ip, None)
 
-    def authenticate(
+    async def _devices(self, work: Callable[[], T]) -> T:
+        """Device table work: off the event loop when the tables are a cluster's database (a
+        network away: a stalled query must not stall every connection), inline on the local file."""
+        if self.gateway.cluster is None:
+            return work()
+        return await asyncio.to_thread(work)
+
+    async def authenticate(
         self, req: ConnectRequest, ip: str, nonce: str = "", *, local: bool = False
     ) -> Admitted | ErrorShape:
         """Check the shared secret (or a paired device's token); the granted scopes, or the error."""
@@ -112,7 +122,11 @@ class Admission:
             creds.password if creds else None,
         )
         if not decision.ok:
-            by_token = device_by_token(self.gateway, req, requested) if req.params.device is not None else None
+            by_token = (
+                await self._devices(lambda: device_by_token(self.gateway, req, requested))
+                if req.params.device is not None
+                else None
+            )
             if by_token is not None:
                 auth.limiter.reset(ip)
                 return Admitted(by_token.scopes, by_token.device_id, None, by_token.issued_at)
@@ -134,7 +148,10 @@ class Admission:
                 log.warning("a device-less connection from %s got no scopes (pair a device)", ip)
             probe = req.params.client.mode == PROBE_MODE
             return Admitted(requested if local and not probe else frozenset())
-        admitted = pair_or_request(self.gateway, req, requested, ip, local=local)
+        loop = asyncio.get_running_loop()
+        admitted = await self._devices(
+            lambda: pair_or_request(self.gateway, req, requested, ip, local=local, post=loop.call_soon_threadsafe)
+        )
         if isinstance(admitted, ErrorShape):
             return admitted
         return Admitted(admitted.scopes, admitted.device_id, admitted.token, admitted.issued_at)

@@ -153,7 +153,7 @@ class WSConnection:
         if refused is not None:
             self._reject(hs.reject(refused))
             return False
-        decision = self.hub.admission.authenticate(outcome, self.ip, hs.nonce, local=self._local())
+        decision = await self.hub.admission.authenticate(outcome, self.ip, hs.nonce, local=self._local())
         if isinstance(decision, ErrorShape):
             self._reject(hs.reject(decision))
             return False

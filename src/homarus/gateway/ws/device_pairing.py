@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -52,9 +54,18 @@ def _meta(req: ConnectRequest) -> dict[str, Any]:
 
 
 def pair_or_request(
-    gw: GatewayContext, req: ConnectRequest, scopes: frozenset[str], ip: str, *, local: bool
+    gw: GatewayContext,
+    req: ConnectRequest,
+    scopes: frozenset[str],
+    ip: str,
+    *,
+    local: bool,
+    post: Callable[[Callable[[], object]], object] | None = None,
 ) -> DeviceAdmission | ErrorShape:
-    """The connection holds the shared secret and a verified device: admit and pair, or ask."""
+    """The connection holds the shared secret and a verified device: admit and pair, or ask.
+
+    ``post`` runs the announcement of a new request on the event loop when this runs in a worker
+    thread (the device tables are a cluster's database)."""
     device = req.params.device
     assert device is not None
     store = gw.devices
@@ -81,7 +92,12 @@ def pair_or_request(
     except RateLimited as exc:
         return ErrorShape(code="UNAVAILABLE", message=exc.message, retryable=True, retry_after_ms=60_000)
     if created:
-        gw.bus.broadcast("device.pair.requested", {**pending.to_json(), "reason": reason}, guard=PAIRING)
+        event = {**pending.to_json(), "reason": reason}
+        announce = functools.partial(gw.bus.broadcast, "device.pair.requested", event, guard=PAIRING)
+        if post is None:
+            announce()
+        else:
+            post(announce)
         log.warning("device %s from %s waits for pairing approval (%s)", device.id[:12], ip, reason)
     return ErrorShape(
         code="NOT_PAIRED",
