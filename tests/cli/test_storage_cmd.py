@@ -15,10 +15,12 @@ from homarus.channels.inbox import Inbox
 from homarus.channels.model import InboundMessage
 from homarus.channels.pairing import PairingStore
 from homarus.memory.store import MemoryStore, encode_vector
+from homarus.messages import Usage
 from homarus.queue.journal import RunJournal
 from homarus.security.devices import DeviceStore
 from homarus.security.exec_approvals_file import ExecApprovalsFile, ExecPolicySettings, approvals_path, save
 from homarus.sessions.manager import SessionManager
+from homarus.usage.ledger import ModelTally, RunUsage, UsageLedger, ledger_path
 from tests.conftest import TEST_TOKEN, run_gateway
 from tests.gateway_process import free_port, run_cli, scrubbed_env, write_config
 from tests.wsclient import open_client
@@ -63,6 +65,17 @@ def _embedded_state(state: Path) -> dict[str, str]:
         devices.pair("phone-1", "key-1", "operator", ["operator.read"], {"displayName": "Ada's phone"}, "local")
         devices.request("tablet-1", "key-2", "operator", [], {}, "203.0.113.7")
         devices.close()
+        ledger = UsageLedger(ledger_path(state))
+        ledger.record(
+            RunUsage(
+                1_795_000_000_000,
+                "main",
+                "agent:main:main",
+                "",
+                {("openai", "gpt"): ModelTally(1, Usage(1, 1, 0, 0, 2))},
+            )
+        )
+        ledger.close()
         torn = mgr.sessions_dir("main") / f"{chat_ref.entry.session_id}.jsonl"
         with open(torn, "ab") as f:
             f.write(b'{"type":"message","mess')  # a crash in the middle of a line
@@ -151,6 +164,7 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
         "pending": 1,
         "tokens": 1,
     }
+    assert json.loads(dry.stdout)["usage"] == {"found": 1, "added": 0}
 
     done = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres")
     assert done.returncode == 0, done.stderr
@@ -169,7 +183,8 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert lines[5].startswith("memory of agent main: 3 cached vector(s); copied 3 (the first sync builds")
     assert lines[6] == "exec approvals: 1 allow-always pattern(s); copied"
     assert lines[7] == "paired devices: paired 1, pending 1, tokens 1; copied 3 row(s)"
-    assert "the embedded files are left as they were" in lines[8]
+    assert lines[8] == "usage ledger: 1 hourly row(s); copied 1"
+    assert "the embedded files are left as they were" in lines[9]
     assert (state / "agents" / "main" / "sessions" / f"{ids['main']}.jsonl").exists()
 
     again = run_cli(env, "storage", "migrate", "--from", "embedded", "--to", "postgres", "--json")
@@ -181,6 +196,7 @@ def test_an_embedded_installation_moves_into_postgres(tmp_path: Path, pg_url: st
     assert json.loads(again.stdout)["memory"] == {"main": {"vectors": 3, "added": 0}}
     assert json.loads(again.stdout)["execApprovals"] == {"patterns": 1, "added": False}
     assert {c["added"] for c in json.loads(again.stdout)["devices"].values()} == {0}
+    assert json.loads(again.stdout)["usage"] == {"found": 1, "added": 0}
 
     _config(state, pg_url, backend="postgres")
     (state / "agents").rename(tmp_path / "moved-away")  # what follows can only come from the database

@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from homarus.messages import UserMessage
+from homarus.messages import Usage, UserMessage
 from homarus.providers.scripted import Reply, ScriptedProvider
 from tests.conftest import TEST_TOKEN, RunningGateway, run_gateway
 from tests.wsclient import Client, open_client
@@ -151,3 +151,25 @@ async def test_a_subscriber_on_one_gateway_hears_of_a_session_changed_on_another
         assert changed["payload"]["sessionKey"] == "agent:main:shared"
         listed = (await cb.request("sessions.list", {}))["payload"]["sessions"]
         assert [s.get("label") for s in listed if s["key"] == "agent:main:shared"] == ["Both see it"]
+
+
+async def test_the_usage_of_both_gateways_runs_is_one_ledger(tmp_path: Path, pg_url: str) -> None:
+    with (
+        run_gateway(tmp_path / "a", config=_config(pg_url)) as a,
+        run_gateway(tmp_path / "b", config=_config(pg_url)) as b,
+    ):
+        for gw, tokens in ((a, 100), (b, 20)):
+            usage = Usage(tokens, 1, 0, 0, tokens + 1)
+            gw.gateway.models.overrides["test"] = ScriptedProvider([Reply("ok", usage=usage)])
+        ca, cb = await _client(a), await _client(b)
+        assert (await _turn(ca, "main", "one", "run-u1"))["state"] == "final"
+        assert (await _turn(cb, "other", "two", "run-u2"))["state"] == "final"
+        for c in (ca, cb):  # both answer with both runs
+            for _ in range(50):  # a run's calls are added once its end is recorded
+                totals = (await c.request("usage.cost", {"days": 1}))["payload"]["totals"]
+                if totals["totalTokens"] == 122:
+                    break
+                await asyncio.sleep(0.05)
+            assert totals["totalTokens"] == 122 and totals["input"] == 120
+        for gw in (a, b):
+            assert not (gw.paths.state_dir / "usage").exists()

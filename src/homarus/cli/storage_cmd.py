@@ -125,6 +125,8 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
     from homarus.queue.pg_journal import import_runs
     from homarus.security.devices import import_devices
     from homarus.sessions.transfer import copy_sessions
+    from homarus.storage.statements import import_tables
+    from homarus.usage.ledger import COLUMNS, ledger_path
 
     if args.storage_command != "migrate":
         return fail("usage: homarus storage migrate --from embedded --to postgres [--dry-run]", 2)
@@ -138,6 +140,9 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             memory = _copy_memory(cfg, paths, target.db, dry_run=args.dry_run)
             approvals = _copy_exec_approvals(paths, target.db, dry_run=args.dry_run)
             devices = import_devices(target.db, paths.state_dir / "devices.sqlite", dry_run=args.dry_run)
+            usage = import_tables(
+                target.db, ledger_path(paths.state_dir), {"usage": COLUMNS}, dry_run=args.dry_run, in_order=False
+            )
     except HomarusError as exc:
         return fail(f"cannot migrate: {exc.message}")
     if args.json:
@@ -150,14 +155,16 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             "memory": {agent: {"vectors": n, "added": added} for agent, (n, added) in memory.items()},
             "execApprovals": None if approvals[0] < 0 else {"patterns": approvals[0], "added": approvals[1]},
             "devices": {table: {"found": n, "added": added} for table, (n, added) in devices.items()},
+            "usage": {"found": usage["usage"][0], "added": usage["usage"][1]} if usage else None,
         }
         sys.stdout.write(json.dumps(out, indent=2) + "\n")
         return 0
     verb = "would copy" if args.dry_run else "copied"
-    if not report and not runs and not cron[0] and not channels and not memory and approvals[0] < 0 and not devices:
+    copied_any = report or runs or cron[0] or channels or memory or approvals[0] >= 0 or devices or usage
+    if not copied_any:
         print(
             f"nothing to copy: no sessions under {paths.state_dir / 'agents'}, no run journal, no cron jobs, "
-            "no channel store, no memory index, no exec approvals file, no paired devices"
+            "no channel store, no memory index, no exec approvals file, no paired devices, no usage ledger"
         )
     for a in report:
         line = f"agent {a.agent_id}: {a.sessions} session(s), {a.transcripts} transcript(s) ({a.archived} set aside), "
@@ -204,7 +211,12 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
         if not args.dry_run:
             line += f"; {verb} {sum(added for _, added in devices.values())} row(s)"
         print(line)
-    if not args.dry_run and (report or runs or cron[0] or channels or memory or approvals[0] >= 0 or devices):
+    if usage:
+        line = f"usage ledger: {usage['usage'][0]} hourly row(s)"
+        if not args.dry_run:
+            line += f"; {verb} {usage['usage'][1]}"
+        print(line)
+    if not args.dry_run and copied_any:
         print(
             "the embedded files are left as they were; set storage.backend to postgres and restart the "
             "gateway (stop it before migrating: what it writes meanwhile is not copied)"

@@ -1,15 +1,19 @@
 """``homarus usage``: what the model calls cost, read from the usage ledger (no gateway needed:
-the file is SQLite in WAL mode, read while the gateway writes it)."""
+the file is SQLite in WAL mode, read while the gateway writes it; with the postgres backend, the
+table every gateway of the cluster adds to)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from homarus.config.paths import StatePaths
 from homarus.errors import HomarusError
+
+if TYPE_CHECKING:
+    from homarus.usage.ledger import Row
 
 __all__ = ["add_usage_parser", "run_usage"]
 
@@ -25,8 +29,26 @@ def add_usage_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="the usage.cost answer as JSON")
 
 
-def run_usage(args: argparse.Namespace, paths: StatePaths) -> int:
+def _rows(paths: StatePaths, start_ms: int, end_ms: int, agent: str | None) -> list[Row]:
+    """The ledger's rows: the state dir's file, or the cluster's table with the postgres backend."""
+    from homarus.config.loader import load_config
     from homarus.usage.ledger import UsageLedger, ledger_path
+
+    cfg = load_config(paths).config
+    if cfg.storage.backend == "postgres":
+        from homarus.cli.storage_cmd import postgres_database
+        from homarus.usage.pg_ledger import PgUsageLedger
+
+        with postgres_database(cfg) as db:
+            return PgUsageLedger(db).rows(start_ms, end_ms, agent)
+    ledger = UsageLedger(ledger_path(paths.state_dir))
+    try:
+        return ledger.rows(start_ms, end_ms, agent)
+    finally:
+        ledger.close()
+
+
+def run_usage(args: argparse.Namespace, paths: StatePaths) -> int:
     from homarus.usage.report import cost_summary, date_range
 
     try:
@@ -37,11 +59,7 @@ def run_usage(args: argparse.Namespace, paths: StatePaths) -> int:
             mode="specific" if args.tz else None,
             time_zone=args.tz,
         )
-        ledger = UsageLedger(ledger_path(paths.state_dir))
-        try:
-            rows = ledger.rows(period.start_ms, period.end_ms, args.agent)
-        finally:
-            ledger.close()
+        rows = _rows(paths, period.start_ms, period.end_ms, args.agent)
     except HomarusError as exc:
         print(f"homarus usage: {exc.message}")
         return 1

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from homarus.tools.base import ToolRegistry
     from homarus.tools.process import HostBackend
     from homarus.tools.sandbox_sessions import SandboxSessions
-    from homarus.usage.ledger import UsageLedger
+    from homarus.usage.ledger import UsageStore
     from homarus.usecases.chat.service import ChannelService
     from homarus.usecases.heartbeat import Heartbeats
     from homarus.usecases.recovery import Recovery
@@ -141,7 +141,7 @@ class GatewayServices:
     devices: DeviceStore
     audit_log: AuditStore
     #: tokens and cost of the model calls, per hour, agent, session and model (``usage.cost``)
-    usage: UsageLedger
+    usage: UsageStore
     raw_stream_log: AuditStore
 
 

@@ -137,11 +137,17 @@ class PgStatements:
 
 
 def import_tables(
-    db: BlockingDatabase, path: Path, tables: dict[str, tuple[str, ...]], *, dry_run: bool = False
+    db: BlockingDatabase,
+    path: Path,
+    tables: dict[str, tuple[str, ...]],
+    *,
+    dry_run: bool = False,
+    in_order: bool = True,
 ) -> dict[str, tuple[int, int]]:
     """Copy ``tables`` (name -> columns) of an embedded SQLite file into the database's tables of
     the same names: table -> (rows found, rows added). A row the database has already (by its
-    keys) is kept as it is there, so a second run adds nothing; all of it in one transaction."""
+    keys) is kept as it is there, so a second run adds nothing; all of it in one transaction.
+    ``in_order``: rows in the order they were written (``rowid``; not for a WITHOUT ROWID table)."""
     import sqlite3
 
     from homarus.errors import ConfigError
@@ -149,9 +155,10 @@ def import_tables(
     if not path.exists():
         return {}
     source = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    order = " ORDER BY rowid" if in_order else ""
     try:
         found = {
-            table: source.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY rowid").fetchall()  # noqa: S608
+            table: source.execute(f"SELECT {', '.join(cols)} FROM {table}{order}").fetchall()  # noqa: S608
             for table, cols in tables.items()
         }
     except sqlite3.DatabaseError as exc:

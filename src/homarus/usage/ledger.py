@@ -18,7 +18,7 @@ import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from homarus.errors import HomarusError
 from homarus.fs import open_durable_sqlite
@@ -26,14 +26,19 @@ from homarus.group_commit import Database
 from homarus.messages import Usage
 
 __all__ = [
+    "ADD",
+    "COLUMNS",
     "DEFAULT_RETAIN_DAYS",
     "HOUR_MS",
+    "SELECT",
     "ModelTally",
     "Row",
     "RunUsage",
     "UsageLedger",
+    "UsageStore",
     "UsageStoreCorrupt",
     "add_call",
+    "run_rows",
 ]
 
 DEFAULT_RETAIN_DAYS = 400
@@ -65,22 +70,28 @@ CREATE TABLE IF NOT EXISTS usage (
 CREATE INDEX IF NOT EXISTS usage_by_hour ON usage(hour);
 """
 
-_ADD = """
+ADD = """
 INSERT INTO usage VALUES (?, ?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (hour, agent_id, session_key, provider, model) DO UPDATE SET
     channel = excluded.channel,
-    calls = calls + excluded.calls, runs = runs + 1,
-    input = input + excluded.input, output = output + excluded.output,
-    cache_read = cache_read + excluded.cache_read, cache_write = cache_write + excluded.cache_write,
-    total_tokens = total_tokens + excluded.total_tokens,
-    input_cost = input_cost + excluded.input_cost, output_cost = output_cost + excluded.output_cost,
-    cache_read_cost = cache_read_cost + excluded.cache_read_cost,
-    cache_write_cost = cache_write_cost + excluded.cache_write_cost,
-    total_cost = total_cost + excluded.total_cost, missing_cost = missing_cost + excluded.missing_cost
+    calls = usage.calls + excluded.calls, runs = usage.runs + 1,
+    input = usage.input + excluded.input, output = usage.output + excluded.output,
+    cache_read = usage.cache_read + excluded.cache_read, cache_write = usage.cache_write + excluded.cache_write,
+    total_tokens = usage.total_tokens + excluded.total_tokens,
+    input_cost = usage.input_cost + excluded.input_cost, output_cost = usage.output_cost + excluded.output_cost,
+    cache_read_cost = usage.cache_read_cost + excluded.cache_read_cost,
+    cache_write_cost = usage.cache_write_cost + excluded.cache_write_cost,
+    total_cost = usage.total_cost + excluded.total_cost, missing_cost = usage.missing_cost + excluded.missing_cost
 """
 
+#: every column, in the table's order (``homarus storage migrate`` copies them)
+COLUMNS = (
+    "hour", "agent_id", "session_key", "channel", "provider", "model", "calls", "runs", "input", "output",
+    "cache_read", "cache_write", "total_tokens", "input_cost", "output_cost", "cache_read_cost", "cache_write_cost",
+    "total_cost", "missing_cost",
+)  # fmt: skip
 #: the columns a report reads, in the order of ``Row``
-_SELECT = (
+SELECT = (
     "SELECT hour, agent_id, session_key, channel, provider, model, calls, runs, input, output, cache_read, "
     "cache_write, total_tokens, input_cost, output_cost, cache_read_cost, cache_write_cost, total_cost, missing_cost "
     "FROM usage WHERE hour >= ? AND hour <= ?"
@@ -163,6 +174,27 @@ class Row:
     missing_cost: int
 
 
+def run_rows(run: RunUsage) -> tuple[int, list[tuple[Any, ...]]]:
+    """A run's hour and the rows its calls add (the parameters of :data:`ADD`)."""
+    hour = run.ended_at_ms // HOUR_MS
+    rows = []
+    for (provider, model), tally in run.models.items():
+        u, c = tally.usage, tally.usage.cost
+        where = (hour, run.agent_id, run.session_key, run.channel, provider, model, tally.calls)
+        tokens = (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens)
+        rows.append((*where, *tokens, c.input, c.output, c.cache_read, c.cache_write, c.total, tally.missing_cost))
+    return hour, rows
+
+
+class UsageStore(Protocol):
+    """The ledger wherever it is (this file, or a cluster's PostgreSQL: ``pg_ledger``); blocking."""
+
+    def record(self, run: RunUsage) -> None: ...
+    def rows(self, start_ms: int, end_ms: int, agent_id: str | None = None) -> list[Row]: ...
+    def count(self) -> int: ...
+    def close(self) -> None: ...
+
+
 class UsageLedger:
     def __init__(self, path: Path, *, retain_days: int = DEFAULT_RETAIN_DAYS) -> None:
         self.path = path
@@ -175,20 +207,14 @@ class UsageLedger:
         """Add one finished run's calls (blocking: call it from a worker thread)."""
         if not run.models:
             return
-        hour = run.ended_at_ms // HOUR_MS
-        rows = []
-        for (provider, model), tally in run.models.items():
-            u, c = tally.usage, tally.usage.cost
-            where = (hour, run.agent_id, run.session_key, run.channel, provider, model, tally.calls)
-            tokens = (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens)
-            rows.append((*where, *tokens, c.input, c.output, c.cache_read, c.cache_write, c.total, tally.missing_cost))
+        hour, rows = run_rows(run)
         prune_before = None
         if hour != self._pruned_hour:
             self._pruned_hour = hour
             prune_before = hour - self.retain_days * 24
 
         def op(db: sqlite3.Connection) -> None:
-            db.executemany(_ADD, rows)
+            db.executemany(ADD, rows)
             if prune_before is not None:
                 db.execute("DELETE FROM usage WHERE hour < ?", (prune_before,))
 
@@ -198,7 +224,7 @@ class UsageLedger:
     # -- reading ------------------------------------------------------------------------------
     def rows(self, start_ms: int, end_ms: int, agent_id: str | None = None) -> list[Row]:
         """Every row of the hours that overlap ``[start_ms, end_ms]`` (of one agent, or all)."""
-        sql = _SELECT if agent_id is None else _SELECT + " AND agent_id = ?"
+        sql = SELECT if agent_id is None else SELECT + " AND agent_id = ?"
         args: tuple[Any, ...] = (start_ms // HOUR_MS, end_ms // HOUR_MS)
         if agent_id is not None:
             args += (agent_id,)

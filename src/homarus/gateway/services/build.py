@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from homarus.tools.base import ToolRegistry
     from homarus.tools.process import HostBackend
     from homarus.tools.sandbox_sessions import SandboxSessions
-    from homarus.usage.ledger import UsageLedger
+    from homarus.usage.ledger import UsageStore
     from homarus.usecases.chat.service import ChannelService
     from homarus.usecases.heartbeat import Heartbeats
     from homarus.usecases.run_events import RunEvents
@@ -260,7 +260,11 @@ def audit_log(gw: GatewayContext) -> AuditStore:
     return _trail(gw, "audit")
 
 
-def usage(gw: GatewayContext) -> UsageLedger:
+def usage(gw: GatewayContext) -> UsageStore:
+    if gw.cluster is not None:  # every gateway's runs in one ledger
+        from homarus.usage.pg_ledger import PgUsageLedger
+
+        return PgUsageLedger(gw.cluster.blocking)
     from homarus.usage.ledger import UsageLedger, ledger_path
 
     return UsageLedger(ledger_path(gw.paths.state_dir))
