@@ -174,7 +174,7 @@ async def approvals_get(call: MethodCall, p: Params) -> dict[str, Any]:
     import asyncio
     import hashlib
 
-    from homarus.gateway.services.exec import approvals_source
+    from homarus.gateway.services.exec_approvals import approvals_source
     from homarus.security.exec_approvals_file import ExecApprovalsFile
 
     source = approvals_source(call.gateway.paths.state_dir, call.gateway.cluster)

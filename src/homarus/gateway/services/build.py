@@ -146,7 +146,8 @@ def plugins(gw: GatewayContext) -> PluginRegistry:
 
 
 def exec_host(gw: GatewayContext) -> tuple[Any, HostBackend]:
-    from homarus.gateway.services.exec import approvals_source, build_exec
+    from homarus.gateway.services.exec import build_exec
+    from homarus.gateway.services.exec_approvals import approvals_source
 
     return build_exec(gw.config, gw.paths.state_dir, approvals_source(gw.paths.state_dir, gw.cluster))
 
@@ -208,8 +209,7 @@ def plugin_approvals(gw: GatewayContext) -> ApprovalManager:
 
 
 def exec_approvals(gw: GatewayContext) -> ExecApprovals:
-    from homarus.gateway.services.exec import approvals_source
-    from homarus.gateway.services.exec_approvals import ExecApprovals
+    from homarus.gateway.services.exec_approvals import ExecApprovals, approvals_source
 
     manager = ExecApprovals(gw, approvals_source(gw.paths.state_dir, gw.cluster))
     if gw.built("channels"):  # a chat owner is a way to reach an operator

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from homarus.security.exec_approvals_file import ApprovalsSource, FileApprovals, approvals_path
+from homarus.security.exec_approvals_file import ApprovalsSource, approvals_path
 from homarus.tools.exec_policy import ExecPolicy
 from homarus.tools.process import HostBackend
 
@@ -13,18 +13,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from homarus.config.schema import HomarusConfig
-    from homarus.storage.cluster import Cluster
 
-__all__ = ["approvals_source", "build_exec"]
-
-
-def approvals_source(state_dir: Path, cluster: Cluster | None) -> ApprovalsSource:
-    """The host's exec approvals: the state dir's file, or the row every gateway of a cluster shares."""
-    if cluster is not None:
-        from homarus.security.pg_exec_approvals import PgExecApprovals
-
-        return PgExecApprovals(cluster.blocking)
-    return FileApprovals(approvals_path(state_dir))
+__all__ = ["build_exec"]
 
 
 def build_exec(

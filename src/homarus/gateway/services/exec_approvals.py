@@ -23,9 +23,12 @@ from homarus.security.exec_approvals_file import ApprovalsSource, FileApprovals,
 from homarus.security.scopes import APPROVALS, scope_allows
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from homarus.config.paths import StatePaths
     from homarus.gateway.client import ClientInfo
     from homarus.gateway.events import EventBus
+    from homarus.storage.cluster import Cluster
     from homarus.tools.services import ExecApprover
 
 __all__ = [
@@ -33,6 +36,7 @@ __all__ = [
     "MISMATCH",
     "ExecApprovals",
     "ExecApprovalsHost",
+    "approvals_source",
     "authorize",
     "binding_of",
     "check_match",
@@ -132,6 +136,15 @@ def resolved_event(record: ApprovalRecord) -> dict[str, Any]:
         "ts": record.resolved_at_ms,
         "request": record.request,
     }
+
+
+def approvals_source(state_dir: Path, cluster: Cluster | None) -> ApprovalsSource:
+    """The host's exec approvals: the state dir's file, or the row every gateway of a cluster shares."""
+    if cluster is not None:
+        from homarus.security.pg_exec_approvals import PgExecApprovals
+
+        return PgExecApprovals(cluster.blocking)
+    return FileApprovals(approvals_path(state_dir))
 
 
 class ExecApprovalsHost(Protocol):
