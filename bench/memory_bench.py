@@ -31,7 +31,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,12 +98,14 @@ def _queries(rng: np.random.Generator, vocab: np.ndarray[Any, Any], n: int) -> l
     return out
 
 
-def _build(path: Path, n: int, rng: np.random.Generator, vocab: np.ndarray[Any, Any]) -> dict[str, float]:
+def chunk_groups(
+    n: int, rng: np.random.Generator, vocab: np.ndarray[Any, Any]
+) -> Iterator[list[tuple[FileRow, list[NewChunk]]]]:
+    """``n`` chunks in files of ``CHUNKS_PER_FILE``, in groups of ``FILES_PER_GROUP`` files (as a
+    sync writes them: one transaction per group); built as they are taken."""
     texts = _texts(rng, vocab, n)
     vectors = rng.standard_normal((n, DIMS)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    store = MemoryStore.open(path, use_vec=True)
-    t0 = time.perf_counter()
     group: list[tuple[FileRow, list[NewChunk]]] = []
     for f in range(0, n, CHUNKS_PER_FILE):
         rel = f"memory/file-{f // CHUNKS_PER_FILE:06d}.md"
@@ -114,10 +116,18 @@ def _build(path: Path, n: int, rng: np.random.Generator, vocab: np.ndarray[Any, 
             cid = chunk_id("memory", rel, line, line + 9, h, MODEL)
             chunks.append(NewChunk(cid, line, line + 9, h, texts[i], vectors[i].tobytes(), DIMS))
         group.append((FileRow(rel, "memory", "h", 0, 0), chunks))
-        if len(group) == FILES_PER_GROUP:  # as a sync writes: one transaction per group of files
-            store.replace_files(group, MODEL)
+        if len(group) == FILES_PER_GROUP:
+            yield group
             group = []
     if group:
+        yield group
+
+
+def _build(path: Path, n: int, rng: np.random.Generator, vocab: np.ndarray[Any, Any]) -> dict[str, float]:
+    groups = chunk_groups(n, rng, vocab)  # texts and vectors made here; chunks as they are written
+    store = MemoryStore.open(path, use_vec=True)
+    t0 = time.perf_counter()
+    for group in groups:
         store.replace_files(group, MODEL)
     elapsed = time.perf_counter() - t0
     store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

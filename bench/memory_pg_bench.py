@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import os
 import shutil
 import sys
@@ -31,36 +30,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.pg_cluster import pg_cluster
 
 from bench.harness import bench_main, machine_facts, machine_footer, markdown_table, progress, summarize
-from bench.memory_bench import CHUNKS_PER_FILE, DIMS, MODEL, K, RandomProvider, _queries, _texts, _words
+from bench.memory_bench import MODEL, K, RandomProvider, _queries, _words, chunk_groups
 from homarus.config.memory import MemorySearchConfig
 from homarus.memory.backend import Index, IndexStore
-from homarus.memory.index import FILES_PER_GROUP, chunk_id
 from homarus.memory.indexfile import IndexFile
 from homarus.memory.manager import MemoryManager
 from homarus.memory.pg_index import PgIndex
 from homarus.memory.search import query_terms
-from homarus.memory.store import FileRow, NewChunk
 from homarus.storage.blocking import BlockingDatabase
 from homarus.storage.migrations import migrate_at
-
-
-def _groups(n: int, rng: np.random.Generator, vocab: Any) -> list[list[tuple[FileRow, list[NewChunk]]]]:
-    texts = _texts(rng, vocab, n)
-    vectors = rng.standard_normal((n, DIMS)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    groups: list[list[tuple[FileRow, list[NewChunk]]]] = [[]]
-    for f in range(0, n, CHUNKS_PER_FILE):
-        rel = f"memory/file-{f // CHUNKS_PER_FILE:06d}.md"
-        chunks = []
-        for i in range(f, min(n, f + CHUNKS_PER_FILE)):
-            h = hashlib.sha256(texts[i].encode()).hexdigest()
-            line = (i - f) * 10 + 1
-            cid = chunk_id("memory", rel, line, line + 9, h, MODEL)
-            chunks.append(NewChunk(cid, line, line + 9, h, texts[i], vectors[i].tobytes(), DIMS))
-        if len(groups[-1]) == FILES_PER_GROUP:
-            groups.append([])
-        groups[-1].append((FileRow(rel, "memory", "h", 0, 0), chunks))
-    return groups
 
 
 def _timed(fn: Any, items: Sequence[Any]) -> dict[str, float]:
@@ -113,7 +91,7 @@ def run_bench(args: argparse.Namespace) -> dict[str, Any]:
     try:
         with pg_cluster() as pg:
             for n in args.sizes:
-                groups = _groups(n, rng, vocab)
+                groups = list(chunk_groups(n, rng, vocab))
                 url = pg.create_database(f"memory_{n}")
                 asyncio.run(migrate_at(url))
                 db = BlockingDatabase(url, max_size=4)

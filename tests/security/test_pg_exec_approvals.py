@@ -30,7 +30,7 @@ def db(pg_url: str) -> Iterator[BlockingDatabase]:
 
 def test_no_row_means_the_defaults(db: BlockingDatabase) -> None:
     source = PgExecApprovals(db)
-    assert source.raw() is None and source.load() == ExecApprovalsFile()
+    assert source.read() == (None, ExecApprovalsFile()) and source.load() == ExecApprovalsFile()
     assert source.location.startswith("postgresql://127.0.0.1:") and "@" not in source.location
 
 

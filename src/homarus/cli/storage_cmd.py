@@ -118,6 +118,12 @@ def _copy_exec_approvals(paths: StatePaths, db: BlockingDatabase, *, dry_run: bo
     return len(approvals.patterns), PgExecApprovals(db).import_document(approvals)
 
 
+def _tables_line(label: str, report: dict[str, tuple[int, int]], verb: str | None) -> str:
+    """``label: table n, …; copied m row(s)`` (without the copy on a dry run: ``verb`` None)."""
+    line = f"{label}: " + ", ".join(f"{table} {n}" for table, (n, _) in report.items())
+    return line + (f"; {verb} {sum(added for _, added in report.values())} row(s)" if verb else "")
+
+
 def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
     from homarus.channels.pg_db import import_channels
     from homarus.cli.client import fail
@@ -191,10 +197,7 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             line += f", {cron[0] - cron[1]} already there (kept)" if cron[0] > cron[1] else ""
         print(line)
     if channels:
-        line = "channel store: " + ", ".join(f"{table} {n}" for table, (n, _) in channels.items())
-        if not args.dry_run:
-            line += f"; {verb} {sum(added for _, added in channels.values())} row(s)"
-        print(line)
+        print(_tables_line("channel store", channels, verb if not args.dry_run else None))
     for agent_id, (n, added) in memory.items():
         line = f"memory of agent {agent_id}: {n} cached vector(s)"
         if not args.dry_run:
@@ -207,10 +210,7 @@ def run_storage(args: argparse.Namespace, paths: StatePaths) -> int:
             line += f"; {verb}" if approvals[1] else "; the cluster has its own already (kept, not copied)"
         print(line)
     if devices:
-        line = "paired devices: " + ", ".join(f"{table} {n}" for table, (n, _) in devices.items())
-        if not args.dry_run:
-            line += f"; {verb} {sum(added for _, added in devices.values())} row(s)"
-        print(line)
+        print(_tables_line("paired devices", devices, verb if not args.dry_run else None))
     if usage:
         line = f"usage ledger: {usage['usage'][0]} hourly row(s)"
         if not args.dry_run:

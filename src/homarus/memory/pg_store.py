@@ -88,8 +88,14 @@ class PgMemoryStore:
 
     # -- meta -------------------------------------------------------------------------------
     def stamp(self) -> Stamp:
-        rows = self._rows("SELECT generation, version FROM memory_indexes WHERE agent = %(agent)s")
-        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
+        with self.connect() as conn:
+            return self._stamp(conn)
+
+    def _stamp(self, conn: Connection[Any]) -> Stamp:
+        row = conn.execute(
+            "SELECT generation, version FROM memory_indexes WHERE agent = %(agent)s", self._p()
+        ).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def index_meta(self) -> dict[str, Any] | None:
         rows = self._rows(f"SELECT meta FROM memory_generations WHERE agent = %(agent)s AND gen = {self._g}")  # noqa: S608
@@ -315,10 +321,7 @@ class PgMemoryStore:
         """The vectors and the stamp they reflect, read in one snapshot."""
         with self.connect() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            row = conn.execute(
-                "SELECT generation, version FROM memory_indexes WHERE agent = %(agent)s", self._p()
-            ).fetchone()
-            return ((int(row[0]), int(row[1])) if row else (0, 0)), self._matrix(conn, model)
+            return self._stamp(conn), self._matrix(conn, model)
 
     def _matrix(self, conn: Connection[Any], model: str) -> Matrix:
         rows = conn.execute(

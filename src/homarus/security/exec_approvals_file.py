@@ -156,11 +156,17 @@ def _parse(raw: bytes, path: Path) -> ExecApprovalsFile:
 
 def load(path: Path) -> ExecApprovalsFile:
     """The approvals file at ``path`` (defaults when missing); refuses unsafe files."""
+    raw = _read(path)
+    return ExecApprovalsFile() if raw is None else _parse(raw, path)
+
+
+def _read(path: Path) -> bytes | None:
+    """The file's bytes (None when missing), read without following links; refuses unsafe files."""
     _check_dir(path.parent)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        return ExecApprovalsFile()
+        return None
     except OSError as exc:
         if os.path.islink(path):
             raise UnsafeApprovalsFile(f"refusing symlinked approvals file {path}") from None
@@ -172,7 +178,7 @@ def load(path: Path) -> ExecApprovalsFile:
             chunks.append(chunk)
     finally:
         os.close(fd)
-    return _parse(b"".join(chunks), path)
+    return b"".join(chunks)
 
 
 def _write(path: Path, approvals: ExecApprovalsFile) -> None:
@@ -227,8 +233,9 @@ class ApprovalsSource(Protocol):
     def load(self) -> ExecApprovalsFile: ...
     def add_patterns(self, patterns: list[str], *, now_ms: int | None = None) -> ExecApprovalsFile: ...
 
-    def raw(self) -> bytes | None:
-        """The stored document as it is (None: there is none, the defaults apply)."""
+    def read(self) -> tuple[bytes | None, ExecApprovalsFile]:
+        """The stored document as it is (None: there is none) and what it says (the defaults
+        without one), from one read."""
         ...
 
 
@@ -243,12 +250,9 @@ class FileApprovals:
     def add_patterns(self, patterns: list[str], *, now_ms: int | None = None) -> ExecApprovalsFile:
         return add_patterns(self.path, patterns, now_ms=now_ms)
 
-    def raw(self) -> bytes | None:
-        self.load()  # the same refusals as a read (symlinks, hard links, malformed)
-        try:
-            return self.path.read_bytes()
-        except FileNotFoundError:
-            return None
+    def read(self) -> tuple[bytes | None, ExecApprovalsFile]:
+        raw = _read(self.path)
+        return raw, ExecApprovalsFile() if raw is None else _parse(raw, self.path)
 
 
 def parse(raw: bytes, where: str) -> ExecApprovalsFile:

@@ -26,14 +26,14 @@ class PgExecApprovals:
         self.db = db
         self.location = f"postgresql://{db.where}#exec_approvals"
 
-    def raw(self) -> bytes | None:
+    def read(self) -> tuple[bytes | None, ExecApprovalsFile]:
         with self.db.connection() as conn:
             row = conn.execute("SELECT doc::text FROM exec_approvals WHERE id = 1").fetchone()
-        return str(row[0]).encode() if row is not None else None
+        raw = str(row[0]).encode() if row is not None else None
+        return raw, ExecApprovalsFile() if raw is None else parse(raw, self.location)
 
     def load(self) -> ExecApprovalsFile:
-        raw = self.raw()
-        return ExecApprovalsFile() if raw is None else parse(raw, self.location)
+        return self.read()[1]
 
     def add_patterns(self, patterns: list[str], *, now_ms: int | None = None) -> ExecApprovalsFile:
         with self.db.connection() as conn, conn.transaction():

@@ -175,15 +175,9 @@ async def approvals_get(call: MethodCall, p: Params) -> dict[str, Any]:
     import hashlib
 
     from homarus.gateway.services.exec_approvals import approvals_source
-    from homarus.security.exec_approvals_file import ExecApprovalsFile
 
     source = approvals_source(call.gateway.paths.state_dir, call.gateway.cluster)
-
-    def read() -> tuple[bytes | None, ExecApprovalsFile]:
-        raw = source.raw()
-        return raw, (source.load() if raw is not None else ExecApprovalsFile())
-
-    raw, current = await asyncio.to_thread(read)
+    raw, current = await asyncio.to_thread(source.read)
     policy = current.policy
     defaults: dict[str, Any] = {"security": policy.security, "ask": policy.ask, "askFallback": policy.ask_fallback}
     file: dict[str, Any] = {
